@@ -1,0 +1,130 @@
+"""The `clinrag` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from clinrag.core.errors import ClinragError
+from clinrag.core.settings import Settings, load_settings
+from clinrag.core.usage import Usage
+
+app = typer.Typer(help="clinrag: doctor-like medical reasoning with evidence for every answer.", no_args_is_help=True)
+config_app = typer.Typer(help="Inspect settings.", no_args_is_help=True)
+llm_app = typer.Typer(help="Talk to the configured chat model.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+app.add_typer(llm_app, name="llm")
+
+out = Console()
+err = Console(stderr=True)
+
+
+def _settings(ctx: typer.Context) -> Settings:
+    return load_settings(**ctx.obj) if ctx.obj else load_settings()
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    config: Annotated[Path | None, typer.Option("--config", help="TOML config file (else $CLINRAG_CONFIG).")] = None,
+) -> None:
+    ctx.obj = {"config_file": config} if config else {}
+
+
+def _usage_table(usage: Usage) -> Table:
+    table = Table(title="usage", show_header=False, title_justify="left")
+    for name, value in [
+        ("model calls", usage.calls),
+        ("prompt tokens", usage.prompt_tokens),
+        ("completion tokens", usage.completion_tokens),
+        ("wall time (s)", f"{usage.wall_time_s:.2f}"),
+        ("cache hits", usage.cache_hits),
+        ("cache misses", usage.cache_misses),
+    ]:
+        table.add_row(name, str(value))
+    return table
+
+
+@config_app.command("show")
+def config_show(ctx: typer.Context) -> None:
+    """Print the effective settings (secrets masked)."""
+    out.print_json(json.dumps(_settings(ctx).described()))
+
+
+@llm_app.command("chat")
+def llm_chat(
+    ctx: typer.Context,
+    prompt: Annotated[str, typer.Argument(help="The user prompt; '-' reads it from standard input.")],
+    system: Annotated[str | None, typer.Option(help="An optional system prompt.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Completion length limit.")] = None,
+    temperature: Annotated[float, typer.Option(min=0.0, max=2.0)] = 0.0,
+) -> None:
+    """Send one prompt to the configured chat model; print the answer and its usage."""
+    from clinrag.llm.factory import build_chat_model
+
+    if prompt == "-":
+        prompt = sys.stdin.read()
+    model = build_chat_model(_settings(ctx))
+    completion = model.chat(prompt, system=system, max_tokens=max_tokens, temperature=temperature)
+    out.print(completion.text, markup=False, highlight=False)
+    out.print(_usage_table(completion.usage))
+
+
+@llm_app.command("choose")
+def llm_choose(
+    ctx: typer.Context,
+    prompt: Annotated[str, typer.Argument(help="The question.")],
+    option: Annotated[list[str], typer.Option("--option", "-o", help="A candidate answer (repeat).")],
+) -> None:
+    """Choose among given answers by the model's likelihood of each; print every option's probability."""
+    from clinrag.llm.base import ChatRequest
+    from clinrag.llm.factory import build_chat_model
+
+    scores = build_chat_model(_settings(ctx)).score_options(ChatRequest.of(prompt), option)
+    table = Table("option", "log-likelihood", "tokens", "probability", title=f"scored by {scores.method}")
+    for text, logprob, count, probability in zip(
+        scores.options, scores.logprobs, scores.token_counts, scores.probabilities(), strict=True
+    ):
+        table.add_row(text, "n/a" if logprob is None else f"{logprob:.3f}", str(count), f"{probability:.3f}")
+    out.print(table)
+    out.print(f"choice: {scores.options[scores.best()]}", markup=False, highlight=False)
+    out.print(_usage_table(scores.usage))
+
+
+@app.command("embed")
+def embed(
+    ctx: typer.Context,
+    texts: Annotated[list[str], typer.Argument(help="Texts to embed.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the vectors as JSON.")] = False,
+) -> None:
+    """Embed texts with the configured embedder; print dimension and pairwise cosine similarities."""
+    from clinrag.embed.factory import build_embedder
+
+    embedder = build_embedder(_settings(ctx))
+    vectors = embedder.encode(texts)
+    if as_json:
+        typer.echo(json.dumps({"model": embedder.name, "vectors": vectors.tolist()}))
+        return
+    out.print(f"model: {embedder.name}  dimension: {embedder.dimension}", markup=False)
+    if len(texts) > 1:
+        table = Table("", *[str(i) for i in range(len(texts))], title="cosine similarity")
+        similarity = vectors @ vectors.T
+        for i, row in enumerate(similarity):
+            table.add_row(f"{i}: {texts[i][:40]}", *[f"{v:.3f}" for v in row])
+        out.print(table)
+    else:
+        out.print(f"first values: {', '.join(f'{v:.4f}' for v in vectors[0][:8])}", markup=False)
+
+
+def main() -> None:
+    try:
+        app()
+    except ClinragError as exc:
+        err.print(f"[bold red]error:[/] {type(exc).__name__}: {exc}", highlight=False)
+        sys.exit(2)

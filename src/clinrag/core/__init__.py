@@ -1,0 +1,1 @@
+"""Data model, typed errors and settings shared by every layer."""

@@ -1,0 +1,39 @@
+"""Typed errors. Every expected failure is a `ClinragError`; the CLI prints its message without a traceback."""
+
+from __future__ import annotations
+
+
+class ClinragError(Exception):
+    """Base class of every error clinrag raises on purpose."""
+
+
+class ConfigError(ClinragError):
+    """Settings or a config file are invalid."""
+
+
+class InvalidInputError(ClinragError):
+    """A caller passed input that cannot be processed (empty, too large, malformed)."""
+
+
+class ModelUnavailableError(ClinragError):
+    """A model backend cannot be reached or loaded (server down, timeout, package missing)."""
+
+
+class ModelAuthError(ClinragError):
+    """The model server refused the credentials."""
+
+
+class ModelRequestError(ClinragError):
+    """The model server rejected the request itself (bad parameters, context too long)."""
+
+
+class StructuredOutputError(ClinragError):
+    """Model output could not be parsed or validated against the expected schema, even after one repair."""
+
+    def __init__(self, message: str, raw: str) -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class ReplayMissError(ClinragError):
+    """A replay backend was asked a request that is not in its recording."""

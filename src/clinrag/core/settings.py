@@ -1,0 +1,130 @@
+"""Settings: the one place that says which backends are used.
+
+Sources, highest priority first: keyword arguments, `CLINRAG_*` environment variables, a TOML file
+(`CLINRAG_CONFIG` or `config_file=`), defaults. TOML sections flatten onto field names:
+`[llm] base_url = ...` sets `llm_base_url`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import Field, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from clinrag.core.errors import ConfigError
+
+
+def _default_home() -> Path:
+    return Path(platformdirs.user_cache_dir("clinrag"))
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    """Reads the TOML config file named by `config_file=` or `CLINRAG_CONFIG`, flattening its sections."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: str | Path | None) -> None:
+        super().__init__(settings_cls)
+        self.path = Path(path) if path else None
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        raise NotImplementedError  # values are all returned by __call__
+
+    def __call__(self) -> dict[str, Any]:
+        if self.path is None:
+            return {}
+        try:
+            raw = tomllib.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"config file not found: {self.path}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {self.path} is not valid TOML: {exc}") from exc
+        flat: dict[str, Any] = {}
+        for key, value in raw.items():
+            if isinstance(value, dict):
+                flat.update({f"{key}_{sub}": subvalue for sub, subvalue in value.items()})
+            else:
+                flat[key] = value
+        return flat
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CLINRAG_", extra="forbid", validate_default=True)
+
+    config_file: Path | None = Field(default=None, validation_alias="CLINRAG_CONFIG")
+    home: Path = Field(default_factory=_default_home)
+
+    # Chat model
+    llm_backend: Literal["embedded", "openai", "replay"] = "embedded"
+    llm_model: str | None = None
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_timeout_s: float = Field(default=120.0, gt=0)
+    llm_max_retries: int = Field(default=4, ge=0)
+    llm_backoff_s: float = Field(default=0.5, ge=0)
+    llm_concurrency: int = Field(default=4, ge=1)
+    llm_max_tokens: int = Field(default=512, ge=1)
+    llm_structured_output: Literal["json_schema", "json_object", "none"] = "json_schema"
+    llm_logprobs: bool = True
+    llm_replay_path: Path | None = None
+    llm_record_path: Path | None = None
+    max_prompt_chars: int = Field(default=200_000, ge=1)
+
+    # Embedded llama.cpp runtime
+    embedded_n_ctx: int = Field(default=4096, ge=256)
+    embedded_n_threads: int = Field(default=1, ge=1)
+    embedded_repeat_penalty: float = Field(default=1.3, ge=1.0)
+    embedded_seed: int = 0
+
+    # Response cache
+    cache_enabled: bool = True
+    cache_path: Path | None = None
+
+    # Embeddings
+    embed_backend: Literal["minilm-onnx", "openai"] = "minilm-onnx"
+    embed_model: str | None = None
+    embed_base_url: str | None = None
+    embed_api_key: SecretStr | None = None
+    embed_batch_size: int = Field(default=64, ge=1)
+    embed_cache_enabled: bool = True
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        init_kwargs = getattr(init_settings, "init_kwargs", {})
+        path = init_kwargs.get("config_file") or os.environ.get("CLINRAG_CONFIG")
+        return (init_settings, env_settings, _TomlSource(settings_cls, path))
+
+    @property
+    def llm_cache_path(self) -> Path:
+        return self.cache_path or self.home / "llm_cache.sqlite"
+
+    @property
+    def embed_cache_path(self) -> Path:
+        return self.home / "embed_cache.sqlite"
+
+    def described(self) -> dict[str, Any]:
+        """Settings as plain values for display; secrets stay masked."""
+        return {
+            name: (str(value) if isinstance(value, Path | SecretStr) else value)
+            for name, value in self.model_dump().items()
+        }
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings, turning validation problems into a `ConfigError` with the field names."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid settings: {problems}") from exc

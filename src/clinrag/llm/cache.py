@@ -1,0 +1,110 @@
+"""The response cache: SQLite on disk, keyed by a hash of backend + model + the full request."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from clinrag.core.errors import ConfigError
+from clinrag.core.usage import Usage
+from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
+
+
+class ResponseCache:
+    """A key → JSON payload table. One connection per thread; WAL so readers never block the writer."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create the cache directory {path.parent}: {exc}") from exc
+        self._local = threading.local()
+        with self._connection() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, payload TEXT, created REAL)")
+
+    def _connection(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            try:
+                db = sqlite3.connect(self.path, timeout=30)
+                db.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.Error as exc:
+                raise ConfigError(f"cannot open the response cache {self.path}: {exc}") from exc
+            self._local.db = db
+        return db
+
+    def get(self, key: str) -> str | None:
+        row = self._connection().execute("SELECT payload FROM responses WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def put(self, key: str, payload: str) -> None:
+        with self._connection() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO responses (key, payload, created) VALUES (?, ?, ?)",
+                (key, payload, time.time()),
+            )
+
+    def __len__(self) -> int:
+        return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+
+def cache_key(backend: str, model: str, content_key: str) -> str:
+    return hashlib.sha256(f"{backend}\x00{model}\x00{content_key}".encode()).hexdigest()
+
+
+class CachedChatModel(ChatModel):
+    """Serves repeated requests from the cache: a hit makes no model call and counts as `cache_hits=1`."""
+
+    def __init__(self, inner: ChatModel, cache: ResponseCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.backend = inner.backend
+        self.model = inner.model
+        self.max_prompt_chars = inner.max_prompt_chars
+
+    def _key(self, op: str, request: ChatRequest, options: list[str] = ()) -> str:  # type: ignore[assignment]
+        return cache_key(self.backend, self.model, request.content_key(op, options))
+
+    @staticmethod
+    def _hit(result: Completion | OptionScores) -> Completion | OptionScores:
+        return result.model_copy(update={"cached": True, "usage": Usage(cache_hits=1)})
+
+    @staticmethod
+    def _missed(result: Completion | OptionScores) -> Completion | OptionScores:
+        return result.model_copy(update={"usage": result.usage + Usage(cache_misses=1)})
+
+    def _complete(self, request: ChatRequest) -> Completion:
+        key = self._key("complete", request)
+        if (payload := self.cache.get(key)) is not None:
+            return self._hit(Completion.model_validate_json(payload))
+        result = self.inner.complete(request)
+        self.cache.put(key, result.model_dump_json())
+        return self._missed(result)
+
+    async def _acomplete(self, request: ChatRequest) -> Completion:
+        key = self._key("complete", request)
+        if (payload := self.cache.get(key)) is not None:
+            return self._hit(Completion.model_validate_json(payload))
+        result = await self.inner.acomplete(request)
+        self.cache.put(key, result.model_dump_json())
+        return self._missed(result)
+
+    def _score_options(self, request: ChatRequest, options: list[str]) -> OptionScores:
+        key = self._key("score", request, options)
+        if (payload := self.cache.get(key)) is not None:
+            return self._hit(OptionScores.model_validate_json(payload))
+        result = self.inner.score_options(request, options)
+        self.cache.put(key, result.model_dump_json())
+        return self._missed(result)
+
+    async def _ascore_options(self, request: ChatRequest, options: list[str]) -> OptionScores:
+        key = self._key("score", request, options)
+        if (payload := self.cache.get(key)) is not None:
+            return self._hit(OptionScores.model_validate_json(payload))
+        result = await self.inner.ascore_options(request, options)
+        self.cache.put(key, result.model_dump_json())
+        return self._missed(result)

