@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -15,7 +15,9 @@ from clinrag.core.errors import ClinragError
 from clinrag.core.settings import Settings, load_settings
 from clinrag.core.usage import Usage
 
-app = typer.Typer(help="clinrag: doctor-like medical reasoning with evidence for every answer.", no_args_is_help=True)
+app = typer.Typer(
+    help="clinrag: doctor-like medical reasoning with evidence for every answer.", no_args_is_help=True
+)
 config_app = typer.Typer(help="Inspect settings.", no_args_is_help=True)
 llm_app = typer.Typer(help="Talk to the configured chat model.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
@@ -32,7 +34,9 @@ def _settings(ctx: typer.Context) -> Settings:
 @app.callback()
 def _root(
     ctx: typer.Context,
-    config: Annotated[Path | None, typer.Option("--config", help="TOML config file (else $CLINRAG_CONFIG).")] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="TOML config file (else $CLINRAG_CONFIG).")
+    ] = None,
 ) -> None:
     ctx.obj = {"config_file": config} if config else {}
 
@@ -81,6 +85,9 @@ def llm_choose(
     ctx: typer.Context,
     prompt: Annotated[str, typer.Argument(help="The question.")],
     option: Annotated[list[str], typer.Option("--option", "-o", help="A candidate answer (repeat).")],
+    normalize: Annotated[
+        Literal["sum", "mean"], typer.Option(help="Whole-reply log-likelihood, or its mean per token.")
+    ] = "sum",
 ) -> None:
     """Choose among given answers by the model's likelihood of each; print every option's probability."""
     from clinrag.llm.base import ChatRequest
@@ -89,11 +96,11 @@ def llm_choose(
     scores = build_chat_model(_settings(ctx)).score_options(ChatRequest.of(prompt), option)
     table = Table("option", "log-likelihood", "tokens", "probability", title=f"scored by {scores.method}")
     for text, logprob, count, probability in zip(
-        scores.options, scores.logprobs, scores.token_counts, scores.probabilities(), strict=True
+        scores.options, scores.logprobs, scores.token_counts, scores.probabilities(normalize), strict=True
     ):
         table.add_row(text, "n/a" if logprob is None else f"{logprob:.3f}", str(count), f"{probability:.3f}")
     out.print(table)
-    out.print(f"choice: {scores.options[scores.best()]}", markup=False, highlight=False)
+    out.print(f"choice: {scores.options[scores.best(normalize)]}", markup=False, highlight=False)
     out.print(_usage_table(scores.usage))
 
 

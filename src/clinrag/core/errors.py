@@ -1,4 +1,4 @@
-"""Typed errors. Every expected failure is a `ClinragError`; the CLI prints its message without a traceback."""
+"""Typed errors. Every expected failure is a `ClinragError`; the CLI prints it without a traceback."""
 
 from __future__ import annotations
 

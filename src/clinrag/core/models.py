@@ -27,8 +27,8 @@ class Demographics(BaseModel):
 class PatientProfile(BaseModel):
     """What is known about the patient.
 
-    `initial_presentation` is what a clinician hears first; `findings` is the full profile, which an interactive
-    method must discover by asking (a simulator holds it); `codes` holds coded findings by field
+    `initial_presentation` is what a clinician hears first; `findings` is the full profile, which an
+    interactive method must discover by asking (a simulator holds it); `codes` holds coded findings by field
     (e.g. DDXPlus evidence codes, diagnoses, medications).
     """
 
@@ -84,7 +84,7 @@ class Evidence(BaseModel):
 
 
 class TraceStep(BaseModel):
-    """One step of a method: what it was given, what it produced, what it cost, and a typed error if it failed."""
+    """One step of a method: its inputs, its output, its cost, and a typed error if it failed."""
 
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
@@ -122,7 +122,7 @@ class StructuredResult(BaseModel):
 
 
 class Answer(BaseModel):
-    """What every method returns: text, structured result, the evidence it used, how it got there, what it cost.
+    """What every method returns: text, structured result, evidence used, how it got there, what it cost.
 
     `error` is set when the method could not produce a valid result (e.g. unparseable output); the structured
     result is then left empty rather than filled with a default.

@@ -16,7 +16,12 @@ from clinrag.core.errors import ModelAuthError, ModelRequestError, ModelUnavaila
 
 T = TypeVar("T")
 
-_RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
+_RETRYABLE = (
+    openai.RateLimitError,
+    openai.InternalServerError,
+    openai.APITimeoutError,
+    openai.APIConnectionError,
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,11 @@ def _typed(exc: Exception, where: str) -> Exception:
     if isinstance(exc, openai.APIConnectionError):
         return ModelUnavailableError(f"cannot reach {where}: {exc.__cause__ or exc}")
     if isinstance(exc, openai.APIStatusError):
-        kind = ModelUnavailableError if exc.status_code in (429,) or exc.status_code >= 500 else ModelRequestError
+        kind = (
+            ModelUnavailableError
+            if exc.status_code in (429,) or exc.status_code >= 500
+            else ModelRequestError
+        )
         return kind(f"{where} answered HTTP {exc.status_code}: {_short(exc.message)}")
     return ModelUnavailableError(f"{where} failed: {exc}")
 

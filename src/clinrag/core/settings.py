@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -55,7 +55,9 @@ class _TomlSource(PydanticBaseSettingsSource):
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CLINRAG_", extra="forbid", validate_default=True)
 
-    config_file: Path | None = Field(default=None, validation_alias="CLINRAG_CONFIG")
+    config_file: Path | None = Field(
+        default=None, validation_alias=AliasChoices("config_file", "CLINRAG_CONFIG")
+    )
     home: Path = Field(default_factory=_default_home)
 
     # Chat model
@@ -126,5 +128,7 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors()
+        )
         raise ConfigError(f"invalid settings: {problems}") from exc

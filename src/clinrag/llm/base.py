@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from clinrag.core.errors import InvalidInputError, StructuredOutputError
+from clinrag.core.errors import InvalidInputError
 from clinrag.core.usage import Usage
 
 
@@ -38,9 +38,10 @@ class ChatRequest(BaseModel):
         return cls(messages=messages, **params)
 
     def content_key(self, op: str, options: Sequence[str] = ()) -> str:
-        """A stable hash of what is asked, independent of which backend answers it."""
+        """A stable hash of what is asked, independent of which backend answers it. Keys are not sorted:
+        the order of a JSON schema's properties is the order the model must produce them in."""
         payload = {"op": op, "request": self.model_dump(mode="json"), "options": list(options)}
-        canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        canonical = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -63,8 +64,9 @@ class OptionScores(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     cached: bool = False
 
-    def normalized(self, mode: Literal["sum", "mean"] = "mean") -> list[float]:
-        """Per-option scores; `mean` divides by token count so long options are not penalised for length."""
+    def normalized(self, mode: Literal["sum", "mean"] = "sum") -> list[float]:
+        """Per-option scores. `sum` is the likelihood of the whole reply (the default); `mean` divides by the
+        token count, which stops long options being penalised for length but favours them instead."""
         scores = []
         for logprob, count in zip(self.logprobs, self.token_counts, strict=True):
             if logprob is None:
@@ -73,11 +75,11 @@ class OptionScores(BaseModel):
                 scores.append(logprob / max(count, 1) if mode == "mean" else logprob)
         return scores
 
-    def best(self, mode: Literal["sum", "mean"] = "mean") -> int:
+    def best(self, mode: Literal["sum", "mean"] = "sum") -> int:
         scores = self.normalized(mode)
         return max(range(len(scores)), key=scores.__getitem__)
 
-    def probabilities(self, mode: Literal["sum", "mean"] = "mean") -> list[float]:
+    def probabilities(self, mode: Literal["sum", "mean"] = "sum") -> list[float]:
         """Softmax over the normalised scores: a distribution over the options."""
         scores = self.normalized(mode)
         top = max(scores)
@@ -149,30 +151,3 @@ class ChatModel(ABC):
                 raise InvalidInputError("an option to score is empty")
             if len(set(options)) != len(options):
                 raise InvalidInputError("options to score must be distinct")
-
-
-def choice_schema(options: Sequence[str]) -> dict[str, Any]:
-    """JSON schema of `{"answer": <one of options>}`, used when options are chosen by generation."""
-    return {
-        "type": "object",
-        "properties": {"answer": {"type": "string", "enum": list(options)}},
-        "required": ["answer"],
-        "additionalProperties": False,
-    }
-
-
-def scores_from_choice(completion: Completion, options: list[str]) -> OptionScores:
-    """Turn a generated `{"answer": ...}` into option scores (the generation fallback of option scoring)."""
-    try:
-        chosen = json.loads(completion.text)["answer"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise StructuredOutputError(f"expected {{\"answer\": <option>}}, got: {exc}", completion.text) from exc
-    if chosen not in options:
-        raise StructuredOutputError(f"the model chose {chosen!r}, which is not one of the options", completion.text)
-    return OptionScores(
-        options=options,
-        logprobs=[0.0 if option == chosen else None for option in options],
-        token_counts=[1] * len(options),
-        method="generation",
-        usage=completion.usage,
-    )

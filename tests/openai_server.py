@@ -1,0 +1,82 @@
+"""A real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions protocol from a script of replies.
+
+It stands in for vLLM / llama.cpp server / OpenAI, none of which can run here; the client side (SDK, retries,
+error mapping, concurrency limit) runs for real against it over loopback."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def chat_body(
+    text: str, *, logprobs: list[tuple[str, float]] | None = None, model: str = "served-model"
+) -> dict:
+    choice: dict = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+    if logprobs is not None:
+        top = [{"token": t, "logprob": lp, "bytes": None} for t, lp in logprobs]
+        choice["logprobs"] = {
+            "content": [
+                {"token": logprobs[0][0], "logprob": logprobs[0][1], "bytes": None, "top_logprobs": top}
+            ]
+        }
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [choice],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }
+
+
+class ScriptedServer:
+    """Replies are (status, body, delay_s) tuples served in order; the last one repeats."""
+
+    def __init__(self) -> None:
+        self.replies: list[tuple[int, dict, float]] = []
+        self.requests: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server._lock:
+                    index = len(server.requests)
+                    server.requests.append(
+                        {"path": self.path, "auth": self.headers.get("Authorization"), **body}
+                    )
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    status, reply, delay = server.replies[min(index, len(server.replies) - 1)]
+                try:
+                    time.sleep(delay)
+                    payload = json.dumps(reply).encode()
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
