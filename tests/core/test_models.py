@@ -1,9 +1,20 @@
+import ast
+import csv
 import json
 
 import pytest
 from pydantic import ValidationError
 
-from clinrag.core.models import Answer, Case, Evidence, Gold, PatientProfile, RankedDiagnosis, Trace
+from clinrag.core.models import (
+    Answer,
+    Case,
+    Demographics,
+    Evidence,
+    Gold,
+    PatientProfile,
+    RankedDiagnosis,
+    Trace,
+)
 from clinrag.core.usage import Usage, UsageMeter
 
 
@@ -34,21 +45,27 @@ def test_case_rejects_empty_option_text():
 
 
 def test_patient_profile_with_ddx_gold_round_trips(data_dir):
-    # A DDXPlus-style case: initial evidence visible, full findings hidden, ranked differential as gold.
-    header, first = (data_dir / "ddxplus" / "test_patients_mini.csv").read_text().splitlines()[:2]
-    assert "diagnosis" in header
+    # A real DDXPlus patient: initial evidence visible, full evidence hidden, ranked differential as gold.
+    with (data_dir / "ddxplus" / "test_patients_mini.csv").open(newline="") as handle:
+        row = next(csv.DictReader(handle))
+    evidence = ast.literal_eval(row["features"])
+    ddx = [RankedDiagnosis(name=name, probability=p) for name, p in ast.literal_eval(row["top5_diagnoses"])]
     case = Case(
         id="ddxplus-0",
         task="ddx",
         question="What is the differential diagnosis?",
         patient=PatientProfile(
-            initial_presentation="cough", findings=["cough", "fever"], codes={"evidence": ["E_53", "E_91"]}
+            initial_presentation=row["feature_id"],
+            findings=evidence,
+            demographics=Demographics(age=int(row["age"]), sex="male" if row["sex"] == "M" else "female"),
+            codes={"evidence": evidence},
         ),
-        gold=Gold(answer="Bronchitis", ddx=[RankedDiagnosis(name="Bronchitis", probability=0.3)]),
+        gold=Gold(answer=row["diagnosis"], ddx=ddx),
     )
     again = Case.model_validate(json.loads(case.model_dump_json()))
-    assert again.patient.codes["evidence"] == ["E_53", "E_91"]
-    assert again.gold.ddx[0].probability == 0.3
+    assert again == case
+    assert again.patient.codes["evidence"][0] == "E_53"
+    assert again.gold.answer == "Chronic rhinosinusitis" and len(again.gold.ddx) == 8
 
 
 def test_answer_requires_unique_evidence_ids():

@@ -34,7 +34,7 @@ def test_replay_fails_loudly_on_an_unknown_request(embedded, tmp_path):
 def test_malformed_or_missing_recording(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"key": "abc", "response": {}}\nnot json\n')
-    with pytest.raises(ConfigError, match="bad.jsonl:2"):
+    with pytest.raises(ConfigError, match=r"bad\.jsonl:2"):
         ReplayChatModel(bad)
     with pytest.raises(ConfigError, match="not found"):
         ReplayChatModel(tmp_path / "missing.jsonl")

@@ -141,7 +141,7 @@ class EmbeddedLlama(ChatModel):
         """Log-likelihood of each option as the complete assistant reply (option tokens + end of turn),
         evaluating the shared prompt once and each option token by token from there."""
         started = time.perf_counter()
-        encoded = [[*self._llm.tokenize(o.encode(), add_bos=False, special=False), self._eos] for o in options]
+        encoded = [[*self._tokens(option), self._eos] for option in options]
         with self._lock:
             prompt = self._prompt_tokens(request, reserve=max(map(len, encoded)))
             self._eval_prompt(prompt)
@@ -164,6 +164,9 @@ class EmbeddedLlama(ChatModel):
             method="loglik",
             usage=Usage(calls=1, prompt_tokens=evaluated, wall_time_s=time.perf_counter() - started),
         )
+
+    def _tokens(self, text: str) -> list[int]:
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
     def _eval_prompt(self, prompt: list[int]) -> None:
         """Evaluate the prompt, reusing whatever prefix of it is already in the KV cache."""
