@@ -37,3 +37,11 @@ class StructuredOutputError(ClinragError):
 
 class ReplayMissError(ClinragError):
     """A replay backend was asked a request that is not in its recording."""
+
+
+class AnswerParseError(ClinragError):
+    """A generated answer names none (or more than one) of the valid choices; never resolved by a default."""
+
+    def __init__(self, message: str, raw: str) -> None:
+        super().__init__(message)
+        self.raw = raw

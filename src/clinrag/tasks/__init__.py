@@ -1,0 +1,1 @@
+"""Task kinds: prompts and output parsers, shared by every method."""
