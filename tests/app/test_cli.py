@@ -103,3 +103,17 @@ def test_config_show_masks_secrets_and_reports_bad_files(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[llm]\nbackend = 'gpt-9'\n")
     _assert_clean_failure(run_cli("--config", str(bad), "config", "show"), "llm_backend")
+
+
+def test_embed_prints_similarities_from_the_packaged_model():
+    result = run_cli("embed", "chest pain", "pain in the chest", "fracture of the wrist")
+    assert result.returncode == 0, result.stderr
+    assert "dimension: 384" in result.stdout
+    rows = re.findall(r"^│ (\d): .*?│ ([\d.]+)\s*│ ([\d.]+)\s*│ ([\d.]+)\s*│", result.stdout, re.MULTILINE)
+    similarity = {int(i): [float(v) for v in values] for i, *values in rows}
+    assert similarity[0][0] == 1.0
+    assert similarity[0][1] > similarity[0][2] + 0.3  # a paraphrase is far closer than another complaint
+
+
+def test_embed_rejects_blank_text():
+    _assert_clean_failure(run_cli("embed", "chest pain", " "), "index 1")

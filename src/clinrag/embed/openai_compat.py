@@ -1,0 +1,94 @@
+"""Any OpenAI-compatible embeddings endpoint: vLLM, llama.cpp server, Ollama, TEI, OpenAI."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from clinrag.core.errors import ConfigError, ModelUnavailableError
+from clinrag.core.remote import RetryPolicy, call_with_retries, make_clients
+from clinrag.embed.base import Embedder
+
+_PROBE_TEXT = "dimension probe"
+
+
+class OpenAIEmbedder(Embedder):
+    """`dimension` is the one given, else learnt from the first reply (or a probe request if asked first)."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        retry: RetryPolicy | None = None,
+        batch_size: int = 64,
+        dimension: int | None = None,
+    ) -> None:
+        super().__init__(batch_size)
+        if not model:
+            raise ConfigError("the OpenAI-compatible embedder needs a model name")
+        if dimension is not None and dimension < 1:
+            raise ConfigError(f"embedding dimension must be positive, got {dimension}")
+        self.name = model
+        self.base_url = base_url
+        self.retry = retry or RetryPolicy()
+        self._client, _ = make_clients(base_url, api_key, timeout_s)
+        self._dimension = dimension
+        self._dimension_lock = threading.Lock()
+        self._where = f"the embeddings server at {base_url or 'api.openai.com'}"
+
+    @property
+    def dimension(self) -> int:  # type: ignore[override]
+        if self._dimension is None:
+            self._embed_batch([_PROBE_TEXT])
+        assert self._dimension is not None
+        return self._dimension
+
+    @property
+    def known_dimension(self) -> int | None:
+        return self._dimension
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        response = call_with_retries(
+            # "float" explicitly: the SDK otherwise asks for base64, which not every server implements.
+            lambda: self._client.embeddings.create(model=self.name, input=texts, encoding_format="float"),
+            self.retry,
+            self._where,
+        )
+        vectors = self._vectors(response, len(texts))
+        with self._dimension_lock:
+            if self._dimension is None:
+                self._dimension = vectors.shape[1]
+        if vectors.shape[1] != self._dimension:
+            raise ModelUnavailableError(
+                f"{self._where} returned {vectors.shape[1]}-dimensional vectors for {self.name}, "
+                f"expected {self._dimension}"
+            )
+        return vectors
+
+    def _vectors(self, response: Any, expected: int) -> np.ndarray:
+        data = getattr(response, "data", None)
+        if not isinstance(data, list) or len(data) != expected:
+            got = len(data) if isinstance(data, list) else "no"
+            raise ModelUnavailableError(f"{self._where} returned {got} embeddings for {expected} inputs")
+        # The protocol carries an index per item and does not promise input order; a server that omits
+        # the indices is taken to keep the order.
+        items = data
+        indices = [getattr(item, "index", None) for item in data]
+        if all(isinstance(i, int) for i in indices):
+            if sorted(indices) != list(range(expected)):
+                raise ModelUnavailableError(f"{self._where} returned embeddings with inconsistent indices")
+            items = sorted(data, key=lambda item: item.index)
+        try:
+            vectors = np.array([item.embedding for item in items], dtype=np.float32)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise ModelUnavailableError(f"{self._where} returned malformed embeddings: {exc}") from exc
+        if vectors.ndim != 2 or vectors.shape[1] == 0:
+            raise ModelUnavailableError(
+                f"{self._where} returned malformed embeddings of shape {vectors.shape}, expected (n, dim)"
+            )
+        return vectors
