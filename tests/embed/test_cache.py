@@ -102,22 +102,12 @@ def test_rows_are_keyed_by_embedder_name_and_stored_as_float32(counting: Countin
     path = tmp_path / "embed.sqlite"
     vector = CachedEmbedder(counting, path).encode(["chest pain"])[0]
     db = sqlite3.connect(path)
-    rows = db.execute("SELECT model, text_sha256, dim, vector FROM embeddings").fetchall()
-    assert [(m, k, d) for m, k, d, _ in rows] == [("all-MiniLM-L6-v2-onnx-int8", text_key("chest pain"), 384)]
-    np.testing.assert_array_equal(np.frombuffer(rows[0][3], dtype="<f4"), vector)
+    rows = db.execute("SELECT model, text_sha256, vector FROM embeddings").fetchall()
+    assert [(m, k) for m, k, _ in rows] == [("all-MiniLM-L6-v2-onnx-int8", text_key("chest pain"))]
+    np.testing.assert_array_equal(np.frombuffer(rows[0][2], dtype="<f4"), vector)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     cache = EmbeddingCache(path)
-    assert cache.get_many("another-model", [text_key("chest pain")], 384) == {}
-
-
-def test_rows_of_another_dimension_are_recomputed(counting: Counting, tmp_path: Path) -> None:
-    cache = EmbeddingCache(tmp_path / "embed.sqlite")
-    cache.put_many(counting.name, [(text_key("chest pain"), np.ones(3, dtype=np.float32))])
-    cached = CachedEmbedder(counting, cache)
-    vector = cached.encode(["chest pain"])
-    assert vector.shape == (1, 384)
-    assert counting.texts_seen == ["chest pain"]
-    assert cached.misses == 1
+    assert cache.get_many("another-model", [text_key("chest pain")]) == {}
 
 
 def test_invalid_input_is_rejected_before_any_work(counting: Counting, tmp_path: Path) -> None:

@@ -17,7 +17,6 @@ from clinrag.embed.minilm_onnx import MODEL_ID, MiniLMOnnxEmbedder
 def test_identity_and_dimension(minilm: MiniLMOnnxEmbedder) -> None:
     assert minilm.name == MODEL_ID == "all-MiniLM-L6-v2-onnx-int8"
     assert minilm.dimension == 384
-    assert minilm.known_dimension == 384
 
 
 def test_shape_dtype_and_unit_norm_on_medqa(minilm: MiniLMOnnxEmbedder, medqa_questions: list[str]) -> None:

@@ -24,11 +24,6 @@ class Embedder(ABC):
             raise ConfigError(f"embedding batch size must be at least 1, got {batch_size}")
         self.batch_size = batch_size
 
-    @property
-    def known_dimension(self) -> int | None:
-        """The dimension if known without a model call (a remote backend may learn it from a reply)."""
-        return self.dimension
-
     @abstractmethod
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         """Raw (not necessarily normalised) vectors for at most `batch_size` validated texts."""

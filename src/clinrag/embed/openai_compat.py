@@ -48,10 +48,6 @@ class OpenAIEmbedder(Embedder):
         assert self._dimension is not None
         return self._dimension
 
-    @property
-    def known_dimension(self) -> int | None:
-        return self._dimension
-
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         response = call_with_retries(
             # "float" explicitly: the SDK otherwise asks for base64, which not every server implements.

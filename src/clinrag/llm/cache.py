@@ -4,40 +4,27 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import threading
 import time
 from pathlib import Path
 
-from clinrag.core.errors import ConfigError
+from clinrag.core.sqlite import ThreadLocalSQLite
 from clinrag.core.usage import Usage
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
 
 
 class ResponseCache:
-    """A key → JSON payload table. One connection per thread; WAL so readers never block the writer."""
+    """A key → JSON payload table in one SQLite file."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"cannot create the cache directory {path.parent}: {exc}") from exc
-        self._local = threading.local()
-        with self._connection() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, payload TEXT, created REAL)"
-            )
+        self._db = ThreadLocalSQLite(
+            path,
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, payload TEXT, created REAL)",
+            "response cache",
+        )
 
     def _connection(self) -> sqlite3.Connection:
-        db = getattr(self._local, "db", None)
-        if db is None:
-            try:
-                db = sqlite3.connect(self.path, timeout=30)
-                db.execute("PRAGMA journal_mode=WAL")
-            except sqlite3.Error as exc:
-                raise ConfigError(f"cannot open the response cache {self.path}: {exc}") from exc
-            self._local.db = db
-        return db
+        return self._db.connection()
 
     def get(self, key: str) -> str | None:
         row = self._connection().execute("SELECT payload FROM responses WHERE key = ?", (key,)).fetchone()
