@@ -32,11 +32,11 @@ def chat_body(
     }
 
 
-class ScriptedServer:
-    """Replies are (status, body, delay_s) tuples served in order; the last one repeats."""
+class LoopbackServer:
+    """A threaded HTTP server on 127.0.0.1 (ephemeral port). Every POST is recorded in `requests` and answered
+    by `respond(body) -> (status, reply, delay_s)`, which subclasses define."""
 
     def __init__(self) -> None:
-        self.replies: list[tuple[int, dict, float]] = []
         self.requests: list[dict] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -47,13 +47,12 @@ class ScriptedServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server._lock:
-                    index = len(server.requests)
                     server.requests.append(
                         {"path": self.path, "auth": self.headers.get("Authorization"), **body}
                     )
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                    status, reply, delay = server.replies[min(index, len(server.replies) - 1)]
+                    status, reply, delay = server.respond(body)
                 try:
                     time.sleep(delay)
                     payload = json.dumps(reply).encode()
@@ -74,9 +73,23 @@ class ScriptedServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
+
+    def respond(self, body: dict) -> tuple[int, dict, float]:
+        raise NotImplementedError
 
     def close(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+class ScriptedServer(LoopbackServer):
+    """Chat replies from a script: (status, body, delay_s) tuples served in order; the last one repeats."""
+
+    def __init__(self) -> None:
+        self.replies: list[tuple[int, dict, float]] = []
+        super().__init__()
+
+    def respond(self, body: dict) -> tuple[int, dict, float]:
+        return self.replies[min(len(self.requests) - 1, len(self.replies) - 1)]

@@ -5,12 +5,11 @@ order, batching and normalisation are checkable. `failures` lists HTTP statuses 
 
 from __future__ import annotations
 
-import json
 import string
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
+
+from tests.openai_server import LoopbackServer
 
 DIMENSION = 27
 
@@ -21,41 +20,19 @@ def letter_vector(text: str) -> np.ndarray:
     return 3.0 * np.array([*counts, 1.0], dtype=np.float64)
 
 
-class EmbeddingsServer:
+class EmbeddingsServer(LoopbackServer):
     def __init__(self, failures: list[int] | None = None) -> None:
         self.failures = list(failures or [])
-        self.requests: list[dict] = []
         self.statuses: list[int] = []
         self.reverse_order = True  # answer items in reverse, with their indices, as servers may
         self.override: dict | None = None  # a fixed body to return instead of the computed one
-        self._lock = threading.Lock()
-        server = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server._lock:
-                    server.requests.append(
-                        {"path": self.path, "auth": self.headers.get("Authorization"), **body}
-                    )
-                    status = server.failures.pop(0) if server.failures else 200
-                    server.statuses.append(status)
-                reply = server._reply(body) if status == 200 else {"error": {"message": f"scripted {status}"}}
-                payload = json.dumps(reply).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
+    def respond(self, body: dict) -> tuple[int, dict, float]:
+        status = self.failures.pop(0) if self.failures else 200
+        self.statuses.append(status)
+        reply = self._reply(body) if status == 200 else {"error": {"message": f"scripted {status}"}}
+        return status, reply, 0.0
 
     def _reply(self, body: dict) -> dict:
         if self.override is not None:
@@ -73,7 +50,3 @@ class EmbeddingsServer:
             "model": body["model"],
             "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)},
         }
-
-    def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
