@@ -4,6 +4,7 @@ import sys
 
 from clinrag.llm.base import ChatRequest, Message
 from clinrag.llm.cache import CachedChatModel, ResponseCache, cache_key
+from clinrag.llm.openai_compat import OpenAICompatible
 
 
 def test_second_identical_request_is_a_hit_with_no_model_call(embedded, tmp_path):
@@ -37,7 +38,7 @@ def test_cache_persists_across_instances(embedded, tmp_path):
     assert len(reopened.cache) == 1
 
 
-def test_key_depends_on_every_parameter_and_on_backend_and_model():
+def test_key_depends_on_every_request_parameter():
     base = ChatRequest.of("q", system="s")
     content = base.content_key("complete")
     variants = [
@@ -50,12 +51,25 @@ def test_key_depends_on_every_parameter_and_on_backend_and_model():
     ]
     assert len({content, *(v.content_key("complete") for v in variants)}) == 1 + len(variants)
     assert base.content_key("score", ["a"]) != content
+
+
+def test_key_depends_on_backend_model_and_output_settings(embedded):
+    content = ChatRequest.of("q").content_key("complete")
+    here = OpenAICompatible(model="m", base_url="http://127.0.0.1:8000/v1")
     keys = {
-        cache_key("embedded", "m", content),
-        cache_key("openai", "m", content),
-        cache_key("embedded", "n", content),
+        cache_key(embedded, content),
+        cache_key(here, content),
+        cache_key(OpenAICompatible(model="n", base_url="http://127.0.0.1:8000/v1"), content),
+        cache_key(OpenAICompatible(model="m", base_url="http://127.0.0.1:8001/v1"), content),
     }
-    assert len(keys) == 3
+    assert len(keys) == 4
+    penalty = embedded.repeat_penalty
+    try:
+        embedded.repeat_penalty = 1.0
+        assert cache_key(embedded, content) not in keys
+    finally:
+        embedded.repeat_penalty = penalty
+    assert cache_key(embedded, content) in keys
 
 
 def test_key_is_stable_across_processes():

@@ -101,6 +101,11 @@ class ChatModel(ABC):
     model: str
     max_prompt_chars: int = 200_000
 
+    @property
+    def output_settings(self) -> str:
+        """Backend settings outside the request that change what the model returns (part of the cache key)."""
+        return ""
+
     def complete(self, request: ChatRequest) -> Completion:
         self._validate(request)
         return self._complete(request)

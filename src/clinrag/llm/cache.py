@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from clinrag.core.sqlite import ThreadLocalSQLite
@@ -23,26 +23,25 @@ class ResponseCache:
             "response cache",
         )
 
-    def _connection(self) -> sqlite3.Connection:
-        return self._db.connection()
-
     def get(self, key: str) -> str | None:
-        row = self._connection().execute("SELECT payload FROM responses WHERE key = ?", (key,)).fetchone()
+        row = self._db.connection().execute("SELECT payload FROM responses WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
     def put(self, key: str, payload: str) -> None:
-        with self._connection() as db:
+        with self._db.connection() as db:
             db.execute(
                 "INSERT OR REPLACE INTO responses (key, payload, created) VALUES (?, ?, ?)",
                 (key, payload, time.time()),
             )
 
     def __len__(self) -> int:
-        return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return self._db.connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
 
-def cache_key(backend: str, model: str, content_key: str) -> str:
-    return hashlib.sha256(f"{backend}\x00{model}\x00{content_key}".encode()).hexdigest()
+def cache_key(model: ChatModel, content_key: str) -> str:
+    """Backend, model, the backend settings that change outputs, and the request content."""
+    identity = "\x00".join([model.backend, model.model, model.output_settings, content_key])
+    return hashlib.sha256(identity.encode()).hexdigest()
 
 
 class CachedChatModel(ChatModel):
@@ -55,8 +54,8 @@ class CachedChatModel(ChatModel):
         self.model = inner.model
         self.max_prompt_chars = inner.max_prompt_chars
 
-    def _key(self, op: str, request: ChatRequest, options: list[str] = ()) -> str:  # type: ignore[assignment]
-        return cache_key(self.backend, self.model, request.content_key(op, options))
+    def _key(self, op: str, request: ChatRequest, options: Sequence[str] = ()) -> str:
+        return cache_key(self.inner, request.content_key(op, options))
 
     @staticmethod
     def _hit(result: Completion | OptionScores) -> Completion | OptionScores:

@@ -86,6 +86,10 @@ class EmbeddedLlama(ChatModel):
         self._lock = threading.Lock()  # a llama.cpp context serves one call at a time
         self._grammars: dict[str, object] = {}
 
+    @property
+    def output_settings(self) -> str:
+        return f"repeat_penalty={self.repeat_penalty};seed={self.seed}"
+
     def _prompt_tokens(self, request: ChatRequest, reserve: int) -> list[int]:
         prompt = self._formatter(messages=[m.model_dump() for m in request.messages]).prompt
         tokens = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)

@@ -48,6 +48,11 @@ class OpenAICompatible(ChatModel):
         self._async_slots: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._where = f"the model server at {base_url or 'api.openai.com'}"
 
+    @property
+    def output_settings(self) -> str:
+        # The same model name on another server may be another build or quantisation.
+        return f"base_url={self.base_url};structured_output={self.structured_output}"
+
     def _slots(self) -> asyncio.Semaphore:
         # A semaphore belongs to one event loop; callers may run several loops over the model's lifetime.
         loop = asyncio.get_running_loop()
