@@ -45,3 +45,11 @@ class AnswerParseError(ClinragError):
     def __init__(self, message: str, raw: str) -> None:
         super().__init__(message)
         self.raw = raw
+
+
+class IndexMismatchError(ClinragError):
+    """A persisted index does not match what is asked of it (embedder, dimension, format version)."""
+
+
+class DataFormatError(ClinragError):
+    """An input data file cannot be read at all (missing, not UTF-8, no valid records)."""

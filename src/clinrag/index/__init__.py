@@ -1,0 +1,1 @@
+"""Retrieval indexes: dense (faiss), lexical (bm25s), rank fusion, concept-constrained dense search."""

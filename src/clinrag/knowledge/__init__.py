@@ -1,0 +1,1 @@
+"""The statement knowledge base: DoctorRAG's expertise."""

@@ -1,0 +1,1 @@
+"""Terminology: ICD-10 chapters (and later MeSH)."""
