@@ -46,3 +46,11 @@ def server():
     scripted = ScriptedServer()
     yield scripted
     scripted.close()
+
+
+@pytest.fixture(scope="session")
+def minilm_embedder():
+    """The real packaged MiniLM int8 ONNX embedder, loaded once per test session."""
+    from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
+
+    return MiniLMOnnxEmbedder()

@@ -8,12 +8,10 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from clinrag.app.common import err, out, settings_from, usage_table
 from clinrag.core.errors import ClinragError
-from clinrag.core.settings import Settings, load_settings
-from clinrag.core.usage import Usage
 
 app = typer.Typer(
     help="clinrag: doctor-like medical reasoning with evidence for every answer.", no_args_is_help=True
@@ -22,13 +20,6 @@ config_app = typer.Typer(help="Inspect settings.", no_args_is_help=True)
 llm_app = typer.Typer(help="Talk to the configured chat model.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(llm_app, name="llm")
-
-out = Console()
-err = Console(stderr=True)
-
-
-def _settings(ctx: typer.Context) -> Settings:
-    return load_settings(**ctx.obj) if ctx.obj else load_settings()
 
 
 @app.callback()
@@ -41,24 +32,10 @@ def _root(
     ctx.obj = {"config_file": config} if config else {}
 
 
-def _usage_table(usage: Usage) -> Table:
-    table = Table(title="usage", show_header=False, title_justify="left")
-    for name, value in [
-        ("model calls", usage.calls),
-        ("prompt tokens", usage.prompt_tokens),
-        ("completion tokens", usage.completion_tokens),
-        ("wall time (s)", f"{usage.wall_time_s:.2f}"),
-        ("cache hits", usage.cache_hits),
-        ("cache misses", usage.cache_misses),
-    ]:
-        table.add_row(name, str(value))
-    return table
-
-
 @config_app.command("show")
 def config_show(ctx: typer.Context) -> None:
     """Print the effective settings (secrets masked)."""
-    out.print_json(json.dumps(_settings(ctx).described()))
+    out.print_json(json.dumps(settings_from(ctx).described()))
 
 
 @llm_app.command("chat")
@@ -74,10 +51,10 @@ def llm_chat(
 
     if prompt == "-":
         prompt = sys.stdin.read()
-    model = build_chat_model(_settings(ctx))
+    model = build_chat_model(settings_from(ctx))
     completion = model.chat(prompt, system=system, max_tokens=max_tokens, temperature=temperature)
     out.print(completion.text, markup=False, highlight=False)
-    out.print(_usage_table(completion.usage))
+    out.print(usage_table(completion.usage))
 
 
 @llm_app.command("choose")
@@ -93,7 +70,7 @@ def llm_choose(
     from clinrag.llm.base import ChatRequest
     from clinrag.llm.factory import build_chat_model
 
-    scores = build_chat_model(_settings(ctx)).score_options(ChatRequest.of(prompt), option)
+    scores = build_chat_model(settings_from(ctx)).score_options(ChatRequest.of(prompt), option)
     table = Table("option", "log-likelihood", "tokens", "probability", title=f"scored by {scores.method}")
     for text, logprob, count, probability in zip(
         scores.options, scores.logprobs, scores.token_counts, scores.probabilities(normalize), strict=True
@@ -101,7 +78,7 @@ def llm_choose(
         table.add_row(text, "n/a" if logprob is None else f"{logprob:.3f}", str(count), f"{probability:.3f}")
     out.print(table)
     out.print(f"choice: {scores.options[scores.best(normalize)]}", markup=False, highlight=False)
-    out.print(_usage_table(scores.usage))
+    out.print(usage_table(scores.usage))
 
 
 @app.command("embed")
@@ -113,7 +90,7 @@ def embed(
     """Embed texts with the configured embedder; print dimension and pairwise cosine similarities."""
     from clinrag.embed.factory import build_embedder
 
-    embedder = build_embedder(_settings(ctx))
+    embedder = build_embedder(settings_from(ctx))
     vectors = embedder.encode(texts)
     if as_json:
         typer.echo(json.dumps({"model": embedder.name, "vectors": vectors.tolist()}))

@@ -94,6 +94,12 @@ class Settings(BaseSettings):
     embed_batch_size: int = Field(default=64, ge=1)
     embed_cache_enabled: bool = True
 
+    # Knowledge base
+    kb_path: Path | None = None
+    kb_tagger: Literal["llm", "embedding"] = "llm"
+    kb_rewrite: bool = True
+    kb_fallback: Literal["none", "unconstrained"] = "none"
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -110,6 +116,10 @@ class Settings(BaseSettings):
     @property
     def llm_cache_path(self) -> Path:
         return self.cache_path or self.home / "llm_cache.sqlite"
+
+    @property
+    def knowledge_base_path(self) -> Path:
+        return self.kb_path or self.home / "kb"
 
     @property
     def embed_cache_path(self) -> Path:
