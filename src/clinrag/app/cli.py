@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from clinrag.app.common import err, out, settings_from, usage_table
+from clinrag.app.kb_commands import kb_app
 from clinrag.core.errors import ClinragError
 
 app = typer.Typer(
@@ -20,6 +21,7 @@ config_app = typer.Typer(help="Inspect settings.", no_args_is_help=True)
 llm_app = typer.Typer(help="Talk to the configured chat model.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(llm_app, name="llm")
+app.add_typer(kb_app, name="kb")
 
 
 @app.callback()

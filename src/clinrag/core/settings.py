@@ -96,7 +96,9 @@ class Settings(BaseSettings):
 
     # Knowledge base
     kb_path: Path | None = None
-    kb_tagger: Literal["llm", "embedding"] = "llm"
+    # The paper's LLM tagger needs a capable model; with the tiny embedded one it tags nearly everything
+    # as chapter 1, so the model-free embedding tagger is the default.
+    kb_tagger: Literal["llm", "embedding"] = "embedding"
     kb_rewrite: bool = True
     kb_fallback: Literal["none", "unconstrained"] = "none"
 
