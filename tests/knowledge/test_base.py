@@ -4,10 +4,11 @@ import json
 
 import pytest
 
-from clinrag.core.errors import DataFormatError, IndexMismatchError, InvalidInputError
+from clinrag.core.errors import ConfigError, DataFormatError, IndexMismatchError, InvalidInputError
 from clinrag.embed.base import Embedder
 from clinrag.knowledge.base import KnowledgeBase, describe
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
+from clinrag.knowledge.rewrite import DeclarativeRewriter
 from clinrag.knowledge.tagging import EmbeddingTagger
 
 
@@ -105,7 +106,7 @@ def test_missing_knowledge_base_and_empty_query(tmp_path, built):
         built[2].search("   ")
 
 
-def test_build_resumes_from_its_checkpoint(tmp_path, data_dir, minilm_embedder):
+def test_build_resumes_from_its_checkpoint(tmp_path, data_dir, minilm_embedder, embedded):
     """An interrupted build leaves a checkpoint (with a torn last line); the rerun only does the rest."""
     source = data_dir / "medqa" / "us_4options_test.jsonl"
     out = tmp_path / "kb"
@@ -124,8 +125,16 @@ def test_build_resumes_from_its_checkpoint(tmp_path, data_dir, minilm_embedder):
     with pytest.raises(KeyboardInterrupt):
         builder.build([source], out, limit=40, progress=False)
     checkpoint = tmp_path / ".kb.checkpoint.jsonl"
-    assert len(checkpoint.read_text().splitlines()) == 24
+    assert len(checkpoint.read_text().splitlines()) == 1 + 24  # the settings header, then one line per item
     checkpoint.write_text(checkpoint.read_text() + '{"item": "medqa:99", "statem')  # torn write
+
+    with pytest.raises(ConfigError, match="other settings"):  # a resume must not mix two configurations
+        KnowledgeBaseBuilder(
+            embedder=minilm_embedder,
+            tagger=EmbeddingTagger(minilm_embedder),
+            rewriter=DeclarativeRewriter(embedded),
+            batch_size=8,
+        ).build([source], out, limit=40, progress=False)
 
     calls.clear()
     resumed = KnowledgeBaseBuilder(

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from clinrag.core.errors import ConfigError
 from clinrag.embed.base import Embedder
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.rewrite import DeclarativeRewriter, Rewrite
@@ -68,7 +69,7 @@ class KnowledgeBaseBuilder:
         started = time.perf_counter()
         report = BuildReport()
         checkpoint = out.parent / f".{out.name}.checkpoint.jsonl"
-        done = _read_checkpoint(checkpoint)
+        done = _read_checkpoint(checkpoint, self._settings())
         report.resumed_items = len(done)
 
         items: list[SourceItem] = []
@@ -80,6 +81,8 @@ class KnowledgeBaseBuilder:
 
         pending = [item for item in items if item.id not in done]
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        if not checkpoint.exists():
+            checkpoint.write_text(json.dumps({"settings": self._settings()}) + "\n", encoding="utf-8")
         with (
             checkpoint.open("a", encoding="utf-8") as sink,
             tqdm(
@@ -106,6 +109,15 @@ class KnowledgeBaseBuilder:
         checkpoint.unlink()
         report.seconds = round(time.perf_counter() - started, 1)
         return report
+
+    def _settings(self) -> dict[str, str | bool]:
+        """What decides the statements; a checkpoint written under other settings cannot be resumed."""
+        return {
+            "tagger": self.tagger.name,
+            "rewrite": self.rewriter is not None,
+            "embedder": self.embedder.name,
+            "language": self.language,
+        }
 
     def _process(self, batch: list[SourceItem]) -> Iterator[tuple[str, list[Statement]]]:
         drafts = [(item, self._rewrite(item)) for item in batch]
@@ -149,7 +161,7 @@ def _batches(items: list[SourceItem], size: int) -> Iterable[list[SourceItem]]:
         yield items[start : start + size]
 
 
-def _read_checkpoint(path: Path) -> dict[str, list[Statement]]:
+def _read_checkpoint(path: Path, settings: dict[str, str | bool]) -> dict[str, list[Statement]]:
     """Items already processed. A torn last line (the process died mid-write) is cut off so that the next
     append starts on a fresh line; its item is simply processed again."""
     done: dict[str, list[Statement]] = {}
@@ -159,7 +171,13 @@ def _read_checkpoint(path: Path) -> dict[str, list[Statement]]:
     complete = data[: data.rfind(b"\n") + 1]
     if len(complete) != len(data):
         path.write_bytes(complete)
-    for line in complete.decode("utf-8").splitlines():
+    header, *records = complete.decode("utf-8").splitlines() or ["{}"]
+    if json.loads(header).get("settings") != settings:
+        raise ConfigError(
+            f"an interrupted build with other settings left {path} ({header}); rerun it with those "
+            "settings to finish it, or delete the file to start over"
+        )
+    for line in records:
         record = json.loads(line)
         done[record["item"]] = [Statement.model_validate(s) for s in record["statements"]]
     return done
