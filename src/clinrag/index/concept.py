@@ -26,7 +26,7 @@ from clinrag.index.store import (
     Manifest,
     atomic_directory,
     read_json,
-    read_manifest,
+    read_vector_manifest,
     write_json,
     write_manifest,
 )
@@ -201,15 +201,11 @@ class ConceptIndex:
         """Load a saved index; with `expect_*` given, an index from another embedder or of another dimension
         is refused with `IndexMismatchError`."""
         directory = Path(directory)
-        manifest = read_manifest(
+        manifest = read_vector_manifest(
             directory, "concept", expect_embedder=expect_embedder, expect_dimension=expect_dimension
         )
         params = dict(manifest.params)
         tags = params.pop("tags", None)
-        if manifest.embedder is None or manifest.dimension is None:
-            raise DataFormatError(
-                f"{directory}: a concept index manifest must name its embedder and dimension"
-            )
         if not isinstance(tags, list) or not all(
             isinstance(t, int) and not isinstance(t, bool) for t in tags
         ):

@@ -17,7 +17,7 @@ from clinrag.index.store import (
     Manifest,
     atomic_directory,
     read_id_list,
-    read_manifest,
+    read_vector_manifest,
     write_json,
     write_manifest,
 )
@@ -149,13 +149,11 @@ class DenseIndex:
         """Load a saved index; with `expect_*` given, an index from another embedder or of another dimension
         is refused with `IndexMismatchError`."""
         directory = Path(directory)
-        manifest = read_manifest(
+        manifest = read_vector_manifest(
             directory, "dense", expect_embedder=expect_embedder, expect_dimension=expect_dimension
         )
         params = dict(manifest.params)
         structure = params.pop("structure", None)
-        if manifest.embedder is None or manifest.dimension is None:
-            raise DataFormatError(f"{directory}: a dense index manifest must name its embedder and dimension")
         try:
             config = DenseConfig(**params)
         except (TypeError, ConfigError) as exc:

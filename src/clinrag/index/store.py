@@ -108,6 +108,22 @@ def read_manifest(
     return manifest
 
 
+def read_vector_manifest(
+    directory: Path,
+    kind: IndexKind,
+    *,
+    expect_embedder: str | None = None,
+    expect_dimension: int | None = None,
+) -> Manifest:
+    """`read_manifest` for an index that holds vectors: its manifest must name its embedder and dimension."""
+    manifest = read_manifest(
+        directory, kind, expect_embedder=expect_embedder, expect_dimension=expect_dimension
+    )
+    if manifest.embedder is None or manifest.dimension is None:
+        raise DataFormatError(f"{directory}: a {kind} index manifest must name its embedder and dimension")
+    return manifest
+
+
 def write_json(path: Path, value: Any) -> None:
     path.write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
 
