@@ -102,6 +102,9 @@ class Settings(BaseSettings):
     kb_rewrite: bool = True
     kb_fallback: Literal["none", "unconstrained"] = "none"
 
+    # Patient base
+    patients_path: Path | None = None
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -122,6 +125,10 @@ class Settings(BaseSettings):
     @property
     def knowledge_base_path(self) -> Path:
         return self.kb_path or self.home / "kb"
+
+    @property
+    def patient_base_path(self) -> Path:
+        return self.patients_path or self.home / "patients"
 
     @property
     def embed_cache_path(self) -> Path:

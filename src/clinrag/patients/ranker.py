@@ -45,7 +45,7 @@ class _Field:
     vocabulary: dict[str, int]  # code → column
     indptr: np.ndarray  # column c's rows are rows[indptr[c]:indptr[c + 1]]
     rows: np.ndarray
-    sizes: np.ndarray  # |E_p^f| per patient
+    union_base: np.ndarray  # |E_p^f| per patient (float32); a 0 becomes 1 so that 0/0 cannot occur
 
 
 def _compress(sets: list[set[str]]) -> _Field:
@@ -56,12 +56,13 @@ def _compress(sets: list[set[str]]) -> _Field:
             columns.append(vocabulary.setdefault(code, len(vocabulary)))
             rows.append(row)
     columns_arr = np.asarray(columns, dtype=np.int64)
-    rows_arr = np.asarray(rows, dtype=np.int32)
+    rows_arr = np.asarray(rows, dtype=np.intp)  # bincount's own index type: no conversion per query
     order = np.argsort(columns_arr, kind="stable")
     indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
     np.cumsum(np.bincount(columns_arr, minlength=len(vocabulary)), out=indptr[1:])
-    sizes = np.fromiter((len(s) for s in sets), dtype=np.int32, count=len(sets))
-    return _Field(vocabulary, indptr, rows_arr[order], sizes)
+    sizes = np.fromiter((len(s) for s in sets), dtype=np.float32, count=len(sets))
+    # With an empty patient set the intersection is 0, so any positive union keeps its Jaccard at 0.
+    return _Field(vocabulary, indptr, rows_arr[order], np.maximum(sizes, 1))
 
 
 class CodedSetRanker:
@@ -91,7 +92,7 @@ class CodedSetRanker:
         query_sets = {f: set(query.get(f, ())) for f in self.fields}
         if not any(query_sets[f] for f in weights if weights[f] > 0):
             raise InvalidInputError("the query patient has no codes in any weighted field")
-        total = np.zeros(len(self.ids), dtype=np.float64)
+        total = np.zeros(len(self.ids), dtype=np.float32)
         for name, weight in weights.items():
             codes = query_sets[name]
             if weight == 0 or not codes:
@@ -101,10 +102,10 @@ class CodedSetRanker:
             postings = [field.rows[field.indptr[c] : field.indptr[c + 1]] for c in columns]
             if not postings:
                 continue  # no patient shares any of these codes: Jaccard 0 everywhere
-            intersection = np.bincount(np.concatenate(postings), minlength=len(self.ids))
-            hit = np.flatnonzero(intersection)
-            union = field.sizes[hit] + len(codes) - intersection[hit]
-            total[hit] += weight * intersection[hit] / union
+            intersection = np.bincount(np.concatenate(postings), minlength=len(self.ids)).astype(np.float32)
+            # Whole-array arithmetic: cheaper than gathering the (often most) rows that share a code.
+            union = field.union_base + np.float32(len(codes)) - intersection
+            total += np.float32(weight) * (intersection / union)
         return total
 
     def rank(
