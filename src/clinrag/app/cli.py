@@ -12,6 +12,7 @@ from rich.table import Table
 
 from clinrag.app.common import err, out, settings_from, usage_table
 from clinrag.app.kb_commands import kb_app
+from clinrag.app.patient_commands import patients_app
 from clinrag.core.errors import ClinragError
 
 app = typer.Typer(
@@ -22,6 +23,7 @@ llm_app = typer.Typer(help="Talk to the configured chat model.", no_args_is_help
 app.add_typer(config_app, name="config")
 app.add_typer(llm_app, name="llm")
 app.add_typer(kb_app, name="kb")
+app.add_typer(patients_app, name="patients")
 
 
 @app.callback()
