@@ -65,3 +65,12 @@ def test_icraft_base_builds(tmp_path, data_dir):
     )
     assert result.returncode == 0, result.stderr
     assert '"records": 100' in result.stdout
+
+
+def test_synthetic_cohort_is_labelled(tmp_path):
+    result = run_cli("patients", "build", "--dataset", "synthetic", "--n", "60", "--out", str(tmp_path / "s"))
+    assert result.returncode == 0, result.stderr
+    assert "60 SYNTHETIC patients" in result.stdout and '"synthetic": 60' in result.stdout
+    ranked = run_cli("patients", "rank", "--codes", "diagnoses=I10,E11.65", "--base", str(tmp_path / "s"))
+    assert ranked.returncode == 0, ranked.stderr
+    assert "synthetic:0:" in ranked.stdout

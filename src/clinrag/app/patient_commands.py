@@ -19,9 +19,15 @@ BaseOption = Annotated[
 ]
 
 
-def _load_records(dataset: str, path: Path):
+def _load_records(dataset: str, path: Path | None, n: int):
     from clinrag.patients import loaders
 
+    if dataset == "synthetic":
+        from clinrag.patients.synthetic import generate_cohort
+
+        return generate_cohort(n, seed=0), None
+    if path is None:
+        raise InvalidInputError(f"--path is required for the {dataset} dataset")
     if dataset == "ddxplus":
         folder = path if path.is_dir() else path.parent
         patients_csv = path if path.is_file() else folder / "test_patients_mini.csv"
@@ -36,8 +42,14 @@ def _load_records(dataset: str, path: Path):
 @patients_app.command("build")
 def patients_build(
     ctx: typer.Context,
-    dataset: Annotated[Literal["ddxplus", "dialmed", "icraft"], typer.Option(help="Dataset format.")],
-    path: Annotated[Path, typer.Option(help="Dataset file (DDXPlus: the patients CSV or its folder).")],
+    dataset: Annotated[
+        Literal["ddxplus", "dialmed", "icraft", "synthetic"],
+        typer.Option(help="Dataset format; `synthetic` generates the labelled synthetic EXPRAG cohort."),
+    ],
+    path: Annotated[
+        Path | None, typer.Option(help="Dataset file (DDXPlus: the patients CSV or its folder).")
+    ] = None,
+    n: Annotated[int, typer.Option(min=1, help="Patients to generate (synthetic only).")] = 1000,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output directory.")] = None,
 ) -> None:
     """Load a dataset into patient records, embed their narratives, and save the patient base."""
@@ -45,8 +57,11 @@ def patients_build(
     from clinrag.patients.base import PatientBase
 
     settings = settings_from(ctx)
-    records, report = _load_records(dataset, path)
-    out.print(report.summary(), markup=False, highlight=False)
+    records, report = _load_records(dataset, path, n)
+    if report is not None:
+        out.print(report.summary(), markup=False, highlight=False)
+    else:
+        out.print(f"{len(records)} SYNTHETIC patients generated (not real patients, seed 0)", markup=False)
     base = PatientBase.create(records, build_embedder(settings), progress=True)
     target = out_dir or settings.patient_base_path
     base.save(target)
