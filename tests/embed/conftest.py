@@ -3,34 +3,24 @@
 from __future__ import annotations
 
 import json
-import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
+from clinrag.knowledge.chunking import split_sentences
 from tests.embed.embeddings_server import EmbeddingsServer
 
 
-def _data_dir() -> Path:
-    default = Path(__file__).resolve().parents[3] / "shared" / "data"
-    return Path(os.environ.get("CLINRAG_TEST_DATA", default))
-
-
 @pytest.fixture(scope="session")
-def medqa_questions() -> list[str]:
+def medqa_questions(data_dir: Path) -> list[str]:
     """The questions of the MedQA (USMLE, 4 options) test split, read from the shared data at test time."""
-    path = _data_dir() / "medqa" / "us_4options_test.jsonl"
+    path = data_dir / "medqa" / "us_4options_test.jsonl"
     if not path.is_file():
         pytest.skip(f"MedQA test file not found at {path} (set CLINRAG_TEST_DATA to the shared data folder)")
     with path.open(encoding="utf-8") as lines:
         return [json.loads(line)["question"] for line in lines if line.strip()]
-
-
-def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.?!])\s+|\n+", text) if s.strip()]
 
 
 @pytest.fixture(scope="session")

@@ -118,8 +118,8 @@ def retrieve_passages(
     for unit in units:
         sections.setdefault(unit.section_key, []).append(unit)
     if retriever == "sentence_window":
-        return _sentence_window(units, sections, question, embedder, k, window)
-    return _auto_merging(units, sections, question, embedder, k, merge_ratio)
+        return _sentence_window(units, by_id, sections, question, embedder, k, window)
+    return _auto_merging(units, by_id, sections, question, embedder, k, merge_ratio)
 
 
 def _passage(unit: _Unit, score: float, text: str | None = None, unit_id: str | None = None) -> Passage:
@@ -128,13 +128,13 @@ def _passage(unit: _Unit, score: float, text: str | None = None, unit_id: str | 
 
 def _sentence_window(
     units: list[_Unit],
+    by_id: dict[str, _Unit],
     sections: dict[str, list[_Unit]],
     question: str,
     embedder: Embedder,
     k: int,
     window: int,
 ) -> list[Passage]:
-    by_id = {u.id: u for u in units}
     results, covered = [], set()
     for hit in _dense(units, question, embedder, len(units)):
         unit = by_id[hit.id]
@@ -151,13 +151,13 @@ def _sentence_window(
 
 def _auto_merging(
     units: list[_Unit],
+    by_id: dict[str, _Unit],
     sections: dict[str, list[_Unit]],
     question: str,
     embedder: Embedder,
     k: int,
     merge_ratio: float,
 ) -> list[Passage]:
-    by_id = {u.id: u for u in units}
     hits = _dense(units, question, embedder, 3 * k)
     hit_counts: dict[str, int] = {}
     for hit in hits:
