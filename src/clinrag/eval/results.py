@@ -1,0 +1,158 @@
+"""The files of one evaluation run, shared by the runner, `eval compare` and `eval report`.
+
+    DIR/run.json       RunConfig: what was run (dataset, method, parameters, the sampled case ids)
+    DIR/results.jsonl  one CaseResult per finished case, appended (and flushed) as each case finishes
+    DIR/summary.json   RunSummary, written when the run completes
+
+A crash can leave a half-written last line in results.jsonl: readers ignore it and `RunDirectory.append`
+cuts it off before writing, so a resumed run never duplicates or corrupts a case.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from clinrag.core.errors import DataFormatError, InvalidInputError
+from clinrag.core.models import Answer, Gold, TaskKind
+from clinrag.core.usage import Usage
+from clinrag.index.store import write_json
+
+CONFIG_FILE = "run.json"
+RESULTS_FILE = "results.jsonl"
+SUMMARY_FILE = "summary.json"
+
+
+class RunConfig(BaseModel):
+    dataset: str
+    method: str
+    method_params: dict[str, Any] = Field(default_factory=dict)
+    data_path: str
+    limit: int | None = None
+    seed: int = 0
+    case_ids: list[str]
+    model: str = "none"
+    created_at: str
+
+
+class TurnScore(BaseModel):
+    """Differential metrics after one iteration of an interactive method."""
+
+    iteration: int
+    questions_asked: int
+    scores: dict[str, float]
+
+
+class CaseResult(BaseModel):
+    case_id: str
+    task: TaskKind
+    gold: Gold | None = None
+    answer: Answer
+    scores: dict[str, float] = Field(default_factory=dict)
+    turns: list[TurnScore] = Field(default_factory=list)
+    elapsed_s: float = 0.0
+    run_id: str
+
+
+class MetricSummary(BaseModel):
+    mean: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+
+class RunSummary(BaseModel):
+    dataset: str
+    method: str
+    model: str
+    n_cases: int
+    n_finished: int
+    n_errors: int
+    metrics: dict[str, MetricSummary]
+    usage: Usage
+    calls_per_case: float
+    tokens_per_case: float
+    wall_s: float
+    run_ids: list[str]
+
+
+class RunDirectory:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    @property
+    def results_path(self) -> Path:
+        return self.path / RESULTS_FILE
+
+    def exists(self) -> bool:
+        return (self.path / CONFIG_FILE).is_file()
+
+    def config(self) -> RunConfig:
+        return self._read_model(CONFIG_FILE, RunConfig)
+
+    def summary(self) -> RunSummary:
+        return self._read_model(SUMMARY_FILE, RunSummary)
+
+    def write_config(self, config: RunConfig) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        write_json(self.path / CONFIG_FILE, config.model_dump(mode="json"))
+
+    def write_summary(self, summary: RunSummary) -> None:
+        write_json(self.path / SUMMARY_FILE, summary.model_dump(mode="json"))
+
+    def results(self) -> list[CaseResult]:
+        """Every complete result line; a torn last line (a crash mid-write) is ignored."""
+        return [result for result, _ in self._complete_lines()]
+
+    def append(self, result: CaseResult) -> None:
+        line = result.model_dump_json() + "\n"
+        with self.results_path.open("a+b") as handle:
+            handle.write(line.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def drop_torn_tail(self) -> None:
+        """Cut a half-written last line left by a crash, so appends start on a fresh line."""
+        if not self.results_path.is_file():
+            return
+        end = 0
+        for _, offset in self._complete_lines():
+            end = offset
+        if end != self.results_path.stat().st_size:
+            with self.results_path.open("r+b") as handle:
+                handle.truncate(end)
+
+    def _complete_lines(self) -> list[tuple[CaseResult, int]]:
+        """(result, byte offset just after its line) for every complete line. Only the last line may be
+        broken (a crash mid-write); a broken line anywhere else is a corrupt file."""
+        if not self.results_path.is_file():
+            return []
+        lines = self.results_path.read_bytes().splitlines(keepends=True)
+        complete: list[tuple[CaseResult, int]] = []
+        offset = 0
+        for number, line in enumerate(lines, 1):
+            if not line.endswith(b"\n"):
+                break  # the write of this line never finished
+            offset += len(line)
+            if not line.strip():
+                continue
+            try:
+                complete.append((CaseResult.model_validate_json(line), offset))
+            except ValidationError as exc:
+                if number == len(lines):
+                    break
+                raise DataFormatError(f"{self.results_path}:{number}: not a case result: {exc}") from exc
+        return complete
+
+    def _read_model(self, name: str, model: type[BaseModel]) -> Any:
+        path = self.path / name
+        if not path.is_file():
+            raise InvalidInputError(f"{self.path} is not an evaluation run directory (no {name})")
+        try:
+            return model.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, ValidationError) as exc:
+            raise DataFormatError(f"{path}: {exc}") from exc

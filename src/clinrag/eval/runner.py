@@ -1,0 +1,182 @@
+"""The evaluation runner: a method over a dataset's sampled cases, concurrently, resumable.
+
+Each finished case is appended (fsync'd) to results.jsonl the moment it finishes, so a crash or a kill loses
+at most the cases in flight; running the same command again skips every case already in the file. The
+patient base a method may use is the dataset's records minus the sampled cases (leave-sample-out), so no
+case can retrieve itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from clinrag.core.errors import ClinragError, InvalidInputError
+from clinrag.core.models import Answer, Case
+from clinrag.core.settings import Settings
+from clinrag.embed.base import Embedder
+from clinrag.eval.datasets import Dataset, load_dataset
+from clinrag.eval.metrics import score_case
+from clinrag.eval.results import CaseResult, RunConfig, RunDirectory, RunSummary
+from clinrag.eval.sampling import sample_cases
+from clinrag.eval.summary import summarize
+from clinrag.llm.base import ChatModel
+from clinrag.methods.base import Method, MethodContext
+from clinrag.methods.registry import get_method
+
+
+@dataclass
+class RunRequest:
+    dataset: str
+    method: str
+    out: Path
+    data_path: Path | None = None
+    limit: int | None = None
+    seed: int = 0
+    concurrency: int = 4
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunOutcome:
+    summary: RunSummary
+    skipped: int  # cases already finished by an earlier run of the same directory
+    ran: int
+
+
+class EvalRunner:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        progress: bool = True,
+        chat_model_factory: Callable[[Settings], ChatModel] | None = None,
+        embedder_factory: Callable[[Settings], Embedder] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.progress = progress
+        self.chat_model_factory = chat_model_factory
+        self.embedder_factory = embedder_factory
+
+    def run(self, request: RunRequest) -> RunOutcome:
+        return asyncio.run(self._run_until_stopped(request))
+
+    async def _run_until_stopped(self, request: RunRequest) -> RunOutcome:
+        # SIGTERM cancels the run like Ctrl-C does: finished cases are already on disk.
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        # Not possible off the main thread or on platforms without loop signal handlers: then SIGTERM
+        # simply ends the process, which loses nothing either.
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        return await self.arun(request)
+
+    async def arun(self, request: RunRequest) -> RunOutcome:
+        if request.concurrency < 1:
+            raise InvalidInputError(f"concurrency must be at least 1, got {request.concurrency}")
+        spec = get_method(request.method)
+        dataset = load_dataset(request.dataset, request.data_path, data_dir=self.settings.data_dir)
+        cases = sample_cases(dataset.cases, request.limit, request.seed)
+        if not cases:
+            raise InvalidInputError(f"dataset {request.dataset!r} has no cases to evaluate")
+        context = self._context(request, dataset, cases)
+        method = spec.build(context)
+        model_name = context.chat_model.model if spec.uses_llm else "none"
+        run_dir = RunDirectory(request.out)
+        config = self._config(request, dataset, cases, model_name)
+        self._prepare(run_dir, config)
+        done = {r.case_id for r in run_dir.results()}
+        todo = [case for case in cases if case.id not in done]
+        run_id = uuid.uuid4().hex[:12]
+        started = time.perf_counter()
+        await self._answer_all(method, todo, run_dir, run_id, request.concurrency)
+        summary = summarize(config, run_dir.results(), time.perf_counter() - started)
+        run_dir.write_summary(summary)
+        return RunOutcome(summary=summary, skipped=len(cases) - len(todo), ran=len(todo))
+
+    def _context(self, request: RunRequest, dataset: Dataset, cases: list[Case]) -> MethodContext:
+        return MethodContext(
+            settings=self.settings,
+            params=request.params,
+            experience=dataset.experience(exclude=[case.id for case in cases]),
+            labels=dataset.labels,
+            chat_model_factory=self.chat_model_factory,
+            embedder_factory=self.embedder_factory,
+        )
+
+    @staticmethod
+    def _config(request: RunRequest, dataset: Dataset, cases: list[Case], model_name: str) -> RunConfig:
+        return RunConfig(
+            dataset=dataset.name,
+            method=request.method,
+            method_params=request.params,
+            data_path=str(request.data_path or ""),
+            limit=request.limit,
+            seed=request.seed,
+            case_ids=[case.id for case in cases],
+            model=model_name,
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+
+    @staticmethod
+    def _prepare(run_dir: RunDirectory, config: RunConfig) -> None:
+        """A new directory gets the config; an existing one must hold the same run to be resumed."""
+        if not run_dir.exists():
+            run_dir.write_config(config)
+            return
+        previous = run_dir.config()
+        same = ("dataset", "method", "method_params", "case_ids", "model")
+        differing = [name for name in same if getattr(previous, name) != getattr(config, name)]
+        if differing:
+            raise InvalidInputError(
+                f"{run_dir.path} holds another run ({previous.method} on {previous.dataset}; differs in "
+                f"{', '.join(differing)}): choose another --out directory"
+            )
+        run_dir.drop_torn_tail()
+
+    async def _answer_all(
+        self, method: Method, cases: list[Case], run_dir: RunDirectory, run_id: str, concurrency: int
+    ) -> None:
+        semaphore = asyncio.Semaphore(concurrency)
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        with Progress(*columns, disable=not self.progress, transient=False) as progress:
+            bar = progress.add_task(f"{method.name}", total=len(cases))
+
+            async def one(case: Case) -> None:
+                async with semaphore:
+                    result = await self._answer_one(method, case, run_id)
+                # Appends happen on the event loop thread, one at a time: lines never interleave.
+                run_dir.append(result)
+                progress.advance(bar)
+
+            await asyncio.gather(*(one(case) for case in cases))
+
+    @staticmethod
+    async def _answer_one(method: Method, case: Case, run_id: str) -> CaseResult:
+        started = time.perf_counter()
+        try:
+            answer = await method.aanswer(case)
+        except ClinragError as exc:
+            # A typed failure (model timeout, bad input) is this case's result, not the run's end.
+            answer = Answer(case_id=case.id, method=method.name, error=f"{type(exc).__name__}: {exc}")
+        scores, turns = score_case(case, answer)
+        return CaseResult(
+            case_id=case.id,
+            task=case.task,
+            gold=case.gold,
+            answer=answer,
+            scores=scores,
+            turns=turns,
+            elapsed_s=time.perf_counter() - started,
+            run_id=run_id,
+        )

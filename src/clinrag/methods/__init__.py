@@ -1,0 +1,1 @@
+"""Answering methods: each is a class with `answer(case) -> Answer`, registered by name."""

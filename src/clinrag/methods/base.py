@@ -1,0 +1,69 @@
+"""The contract every method implements, and the context a method is built from."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from clinrag.core.models import Answer, Case
+from clinrag.core.settings import Settings
+from clinrag.embed.base import Embedder
+from clinrag.llm.base import ChatModel
+from clinrag.patients.record import PatientRecord
+
+
+class Method(ABC):
+    """Answers cases. `aanswer` runs `answer` in a worker thread unless a method has a native async path."""
+
+    name: str
+
+    @abstractmethod
+    def answer(self, case: Case) -> Answer: ...
+
+    async def aanswer(self, case: Case) -> Answer:
+        return await asyncio.to_thread(self.answer, case)
+
+
+@dataclass
+class MethodContext:
+    """What a method may be built from. Models are built on first use, so a method that needs no LLM never
+    loads one; `experience` is the patient base (e.g. the training split of the evaluated dataset) and
+    `labels` maps each of its record ids to labels in the cases' answer space."""
+
+    settings: Settings
+    params: dict[str, Any] = field(default_factory=dict)
+    experience: Sequence[PatientRecord] = ()
+    labels: dict[str, list[str]] = field(default_factory=dict)
+    chat_model_factory: Callable[[Settings], ChatModel] | None = None
+    embedder_factory: Callable[[Settings], Embedder] | None = None
+
+    @cached_property
+    def chat_model(self) -> ChatModel:
+        if self.chat_model_factory is None:
+            from clinrag.llm.factory import build_chat_model
+
+            return build_chat_model(self.settings)
+        return self.chat_model_factory(self.settings)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        if self.embedder_factory is None:
+            from clinrag.embed.factory import build_embedder
+
+            return build_embedder(self.settings)
+        return self.embedder_factory(self.settings)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A registered method: its name, a one-line description, and how to build it from a context."""
+
+    name: str
+    description: str
+    build: Callable[[MethodContext], Method]
+    uses_llm: bool = True
+    needs_experience: bool = False

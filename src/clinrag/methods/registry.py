@@ -1,0 +1,26 @@
+"""Methods by name. Each module that defines a method registers a `MethodSpec` here; the CLI, the
+evaluation runner and the HTTP API look methods up through `get_method`."""
+
+from __future__ import annotations
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.methods.base import MethodSpec
+
+
+def _specs() -> dict[str, MethodSpec]:
+    # Imported here, not at module level: method modules import heavy components, and this keeps
+    # `--help` and name validation fast.
+    from clinrag.methods import direct, knn_vote
+
+    return {spec.name: spec for spec in (direct.SPEC, knn_vote.SPEC)}
+
+
+def method_names() -> list[str]:
+    return sorted(_specs())
+
+
+def get_method(name: str) -> MethodSpec:
+    specs = _specs()
+    if name not in specs:
+        raise InvalidInputError(f"unknown method {name!r}; valid methods: {', '.join(sorted(specs))}")
+    return specs[name]

@@ -1,0 +1,179 @@
+"""Run comparison on real MedQA questions answered by simple deterministic rules."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from scipy import stats as sps
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.core.models import Answer, Gold, StructuredResult
+from clinrag.core.usage import Usage
+from clinrag.eval.compare import Comparison, compare_runs
+from clinrag.eval.results import CaseResult, RunConfig, RunDirectory
+
+Rule = Callable[[dict[str, str]], str]
+
+
+def longest_option(options: dict[str, str]) -> str:
+    return max(options, key=lambda key: (len(options[key]), key))
+
+
+def shortest_option(options: dict[str, str]) -> str:
+    return min(options, key=lambda key: (len(options[key]), key))
+
+
+def option_a(options: dict[str, str]) -> str:
+    return "A"
+
+
+def read_medqa(data_dir: Path, n: int = 30) -> list[dict]:
+    with (data_dir / "medqa" / "us_4options_test.jsonl").open(encoding="utf-8") as handle:
+        return [json.loads(line) for _, line in zip(range(n), handle, strict=False)]
+
+
+def correct(rows: list[dict], rule: Rule) -> list[int]:
+    """The test's own scoring: 1 when the rule picks the gold option."""
+    return [int(rule(row["options"]) == row["answer_idx"]) for row in rows]
+
+
+def build_medqa_run(
+    path: Path,
+    rows: list[dict],
+    method: str,
+    rule: Rule,
+    *,
+    dataset: str = "medqa",
+    ids: range | None = None,
+    params: dict | None = None,
+    fail: frozenset[int] = frozenset(),
+) -> RunDirectory:
+    """A run directory: case i answers rows[i] with `rule` (cases in `fail` error out, scored 0)."""
+    ids = ids if ids is not None else range(len(rows))
+    run = RunDirectory(path)
+    run.write_config(
+        RunConfig(
+            dataset=dataset,
+            method=method,
+            method_params=params or {},
+            data_path="medqa/us_4options_test.jsonl",
+            case_ids=[f"medqa-{i}" for i in ids],
+            created_at="2024-01-01T00:00:00Z",
+        )
+    )
+    for i in ids:
+        run.append(_medqa_result(rows[i], f"medqa-{i}", method, rule, failed=i in fail))
+    return run
+
+
+def _medqa_result(row: dict, case_id: str, method: str, rule: Rule, *, failed: bool) -> CaseResult:
+    choice = None if failed else rule(row["options"])
+    answer = Answer(
+        case_id=case_id,
+        method=method,
+        text="" if choice is None else row["options"][choice],
+        result=StructuredResult(choice=choice),
+        usage=Usage(calls=1, prompt_tokens=len(row["question"].split()), completion_tokens=1),
+        error="AnswerParseError: no option named" if failed else None,
+    )
+    return CaseResult(
+        case_id=case_id,
+        task="multiple_choice",
+        gold=Gold(answer=row["answer_idx"]),
+        answer=answer,
+        scores={"accuracy": float(choice == row["answer_idx"])},
+        elapsed_s=0.5,
+        run_id=f"{method}-1",
+    )
+
+
+@pytest.fixture(scope="module")
+def rows(data_dir: Path) -> list[dict]:
+    return read_medqa(data_dir, 40)
+
+
+def _wtl(a: list[int], b: list[int]) -> tuple[int, int, int]:
+    return (
+        sum(x > y for x, y in zip(a, b, strict=True)),
+        sum(x == y for x, y in zip(a, b, strict=True)),
+        sum(x < y for x, y in zip(a, b, strict=True)),
+    )
+
+
+def test_compare_two_rules_on_medqa(tmp_path: Path, rows: list[dict]):
+    first = rows[:30]
+    build_medqa_run(tmp_path / "longest", first, "longest", longest_option)
+    build_medqa_run(tmp_path / "a", first, "option-a", option_a)
+    comparison = compare_runs(tmp_path / "longest", tmp_path / "a")
+
+    assert (comparison.dataset, comparison.method_a, comparison.method_b) == ("medqa", "longest", "option-a")
+    assert (comparison.n_paired, comparison.unpaired_a, comparison.unpaired_b) == (30, 0, 0)
+    assert list(comparison.metrics) == ["accuracy"]
+    acc = comparison.metrics["accuracy"]
+    a, b = correct(first, longest_option), correct(first, option_a)
+    assert (acc.wins, acc.ties, acc.losses) == _wtl(a, b)
+    assert acc.mean_a == pytest.approx(sum(a) / 30) and acc.mean_b == pytest.approx(sum(b) / 30)
+    assert acc.p_a_beats_b == pytest.approx((acc.wins + acc.ties / 2) / 30)
+    reference = sps.ttest_rel(a, b)
+    assert acc.t_stat == pytest.approx(reference.statistic)
+    assert acc.p_value == pytest.approx(reference.pvalue)
+    assert Comparison.model_validate_json(comparison.model_dump_json()) == comparison
+
+
+def test_pairs_by_case_id_and_counts_unpaired(tmp_path: Path, rows: list[dict]):
+    build_medqa_run(tmp_path / "a", rows, "longest", longest_option, ids=range(0, 30))
+    # B finished cases 5..39, written in reverse order: pairing must follow ids, not line positions.
+    build_medqa_run(tmp_path / "b", rows, "shortest", shortest_option, ids=range(39, 4, -1))
+    comparison = compare_runs(tmp_path / "a", tmp_path / "b")
+    assert (comparison.n_paired, comparison.unpaired_a, comparison.unpaired_b) == (25, 5, 10)
+    common = rows[5:30]
+    acc = comparison.metrics["accuracy"]
+    assert acc.n == 25
+    assert (acc.wins, acc.ties, acc.losses) == _wtl(
+        correct(common, longest_option), correct(common, shortest_option)
+    )
+
+
+def test_failed_answers_count_against_the_method(tmp_path: Path, rows: list[dict]):
+    first = rows[:20]
+    failed = frozenset(i for i in range(20) if correct([first[i]], longest_option)[0])  # break every hit
+    build_medqa_run(tmp_path / "a", first, "longest", longest_option, fail=failed)
+    build_medqa_run(tmp_path / "b", first, "longest", longest_option)
+    acc = compare_runs(tmp_path / "a", tmp_path / "b").metrics["accuracy"]
+    assert acc.n == 20 and acc.mean_a == 0.0
+    assert (acc.wins, acc.ties, acc.losses) == (0, 20 - len(failed), len(failed))
+
+
+def test_only_metrics_in_both_runs_are_compared(tmp_path: Path, rows: list[dict]):
+    build_medqa_run(tmp_path / "a", rows[:10], "longest", longest_option)
+    run_b = RunDirectory(tmp_path / "b")
+    run_b.write_config(RunDirectory(tmp_path / "a").config().model_copy(update={"method": "extra"}))
+    for result in RunDirectory(tmp_path / "a").results():
+        result.scores["f1"] = 0.5
+        run_b.append(result)
+    comparison = compare_runs(tmp_path / "a", tmp_path / "b")
+    assert list(comparison.metrics) == ["accuracy"]
+    assert comparison.metrics["accuracy"].ties == 10
+
+
+def test_refuses_runs_on_different_datasets(tmp_path: Path, rows: list[dict]):
+    build_medqa_run(tmp_path / "a", rows[:10], "longest", longest_option)
+    build_medqa_run(tmp_path / "b", rows[:10], "longest", longest_option, dataset="medmcqa")
+    with pytest.raises(InvalidInputError, match=r"different datasets.*'medqa'.*'medmcqa'"):
+        compare_runs(tmp_path / "a", tmp_path / "b")
+
+
+def test_refuses_fewer_than_two_common_cases(tmp_path: Path, rows: list[dict]):
+    build_medqa_run(tmp_path / "a", rows, "longest", longest_option, ids=range(0, 5))
+    build_medqa_run(tmp_path / "b", rows, "option-a", option_a, ids=range(4, 9))
+    with pytest.raises(InvalidInputError, match="share 1 finished case"):
+        compare_runs(tmp_path / "a", tmp_path / "b")
+
+
+def test_not_a_run_directory(tmp_path: Path, rows: list[dict]):
+    build_medqa_run(tmp_path / "a", rows[:5], "longest", longest_option)
+    with pytest.raises(InvalidInputError, match="not an evaluation run directory"):
+        compare_runs(tmp_path / "a", tmp_path / "missing")
