@@ -9,7 +9,6 @@ model's log-likelihood of each option rather than by free generation.
 from __future__ import annotations
 
 import importlib.util
-import itertools
 import json
 import threading
 import time
@@ -88,7 +87,9 @@ class EmbeddedLlama(ChatModel):
 
     @property
     def output_settings(self) -> str:
-        return f"repeat_penalty={self.repeat_penalty};seed={self.seed}"
+        # `evaluation` names how prompts and options are evaluated: results cached under another scheme
+        # (prefix reuse, token-by-token options) differ in the last digits and are not served.
+        return f"repeat_penalty={self.repeat_penalty};seed={self.seed};evaluation=fresh-batched"
 
     def _prompt_tokens(self, request: ChatRequest, reserve: int) -> list[int]:
         prompt = self._formatter(messages=[m.model_dump() for m in request.messages]).prompt
@@ -119,6 +120,7 @@ class EmbeddedLlama(ChatModel):
         with self._lock:
             tokens = self._prompt_tokens(request, reserve=max_tokens)
             grammar = self._grammar(request.json_schema) if request.json_schema else None
+            self._llm.reset()  # no prefix reuse: the same request gives the same text whatever ran before
             out = self._llm.create_completion(
                 tokens,
                 max_tokens=max_tokens,
@@ -143,23 +145,17 @@ class EmbeddedLlama(ChatModel):
 
     def _score_options(self, request: ChatRequest, options: list[str]) -> OptionScores:
         """Log-likelihood of each option as the complete assistant reply (option tokens + end of turn),
-        evaluating the shared prompt once and each option token by token from there."""
+        evaluating the shared prompt once, then each option's tokens in one batch from there."""
         started = time.perf_counter()
         encoded = [[*self._tokens(option), self._eos] for option in options]
         with self._lock:
             prompt = self._prompt_tokens(request, reserve=max(map(len, encoded)))
             self._eval_prompt(prompt)
             first = self._last_logprobs()
-            logprobs = []
-            for tokens in encoded:
-                self._llm.n_tokens = len(
-                    prompt
-                )  # rewind to the end of the prompt; eval drops the rest of the cache
-                total = float(first[tokens[0]])
-                for previous, following in itertools.pairwise(tokens):
-                    self._llm.eval([previous])
-                    total += float(self._last_logprobs()[following])
-                logprobs.append(total)
+            logprobs = [
+                float(first[tokens[0]]) + self._continuation_logprob(len(prompt), tokens)
+                for tokens in encoded
+            ]
         evaluated = len(prompt) + sum(len(t) - 1 for t in encoded)
         return OptionScores(
             options=options,
@@ -169,24 +165,36 @@ class EmbeddedLlama(ChatModel):
             usage=Usage(calls=1, prompt_tokens=evaluated, wall_time_s=time.perf_counter() - started),
         )
 
+    def _continuation_logprob(self, position: int, tokens: list[int]) -> float:
+        """Σ log P(tokens[i+1] | prompt, tokens[:i+1]): the tokens but the last are decoded in one batch at
+        `position` (the end of the evaluated prompt, which stays in the KV cache), with logits at every
+        position. The Python-side state (`n_tokens`) still ends at the prompt."""
+        if len(tokens) < 2:
+            return 0.0
+        context = self._llm._ctx
+        context.kv_cache_seq_rm(-1, position, -1)
+        self._llm._batch.set_batch(batch=tokens[:-1], n_past=position, logits_all=True)
+        context.decode(self._llm._batch)
+        return sum(float(self._logprobs_at(index)[following]) for index, following in enumerate(tokens[1:]))
+
     def _tokens(self, text: str) -> list[int]:
         return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
     def _eval_prompt(self, prompt: list[int]) -> None:
-        """Evaluate the prompt, reusing whatever prefix of it is already in the KV cache."""
-        cached = self._llm.input_ids[: self._llm.n_tokens].tolist()
-        common = 0
-        for a, b in zip(cached, prompt, strict=False):
-            if a != b:
-                break
-            common += 1
-        self._llm.n_tokens = min(common, len(prompt) - 1)  # at least one token must be evaluated for logits
-        self._llm.eval(prompt[self._llm.n_tokens :])
+        """Evaluate the prompt from an empty KV cache. Reusing a cached prefix would be faster, but the
+        batched and single-token kernels of llama.cpp round differently: scores would depend on what ran
+        before."""
+        self._llm.reset()
+        self._llm.eval(prompt)
 
     def _last_logprobs(self) -> np.ndarray:
+        return self._logprobs_at(-1)
+
+    def _logprobs_at(self, index: int) -> np.ndarray:
+        """Log-softmax of the logits of output `index` of the last decode (-1: its last output)."""
         import llama_cpp
 
-        pointer = llama_cpp.llama_get_logits_ith(self._llm.ctx, -1)
+        pointer = llama_cpp.llama_get_logits_ith(self._llm.ctx, index)
         logits = np.ctypeslib.as_array(pointer, shape=(self._llm.n_vocab(),)).astype(np.float64)
         logits -= logits.max()
         return logits - np.log(np.exp(logits).sum())
