@@ -134,7 +134,7 @@ def test_invalid_construction() -> None:
     with pytest.raises(ConfigError):
         MiniLMOnnxEmbedder(batch_size=0)
     with pytest.raises(ConfigError):
-        MiniLMOnnxEmbedder(threads=0)
+        MiniLMOnnxEmbedder(threads=-1)
 
 
 def test_missing_package_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:

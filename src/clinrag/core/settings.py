@@ -92,6 +92,7 @@ class Settings(BaseSettings):
     embed_base_url: str | None = None
     embed_api_key: SecretStr | None = None
     embed_batch_size: int = Field(default=64, ge=1)
+    embed_threads: int = Field(default=0, ge=0)  # local ONNX model; 0 = one thread per physical core
     embed_cache_enabled: bool = True
 
     # Knowledge base

@@ -19,7 +19,7 @@ def build_embedder(settings: Settings) -> Embedder:
             raise ConfigError(
                 f"embed_backend 'minilm-onnx' runs {MODEL_ID} only; embed_model is {settings.embed_model!r}"
             )
-        embedder = MiniLMOnnxEmbedder(batch_size=settings.embed_batch_size)
+        embedder = MiniLMOnnxEmbedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
     elif settings.embed_backend == "openai":
         missing = [
             f"CLINRAG_{name.upper()}"

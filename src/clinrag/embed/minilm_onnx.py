@@ -56,8 +56,8 @@ class MiniLMOnnxEmbedder(Embedder):
         max_seq_length: int = MAX_SEQ_LENGTH,
     ) -> None:
         super().__init__(batch_size)
-        if threads < 1:
-            raise ConfigError(f"onnxruntime threads must be at least 1, got {threads}")
+        if threads < 0:
+            raise ConfigError(f"onnxruntime threads must be 0 (one per core) or more, got {threads}")
         if not 2 < max_seq_length <= 512:
             raise ConfigError(f"max_seq_length must be in 3..512 (BERT positions), got {max_seq_length}")
         if model_path is None or tokenizer_path is None:
@@ -135,7 +135,7 @@ def _load_session(path: Path, threads: int) -> ort.InferenceSession:
     except ImportError as exc:
         raise ModelUnavailableError("the `onnxruntime` package is not installed") from exc
     options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
+    options.intra_op_num_threads = threads  # 0: onnxruntime uses one thread per physical core
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     try:
