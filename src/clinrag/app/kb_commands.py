@@ -11,23 +11,13 @@ from rich.table import Table
 
 from clinrag.app.common import out, settings_from
 from clinrag.core.errors import InvalidInputError
-from clinrag.core.settings import Settings
+from clinrag.knowledge.factory import build_tagger
 
 kb_app = typer.Typer(help="Build, search and describe the statement knowledge base.", no_args_is_help=True)
 
 KbOption = Annotated[
     Path | None, typer.Option("--kb", help="Knowledge-base directory (else CLINRAG_KB_PATH).")
 ]
-
-
-def _tagger(settings: Settings, kind: str, embedder):
-    from clinrag.knowledge.tagging import EmbeddingTagger, LLMTagger
-
-    if kind == "llm":
-        from clinrag.llm.factory import build_chat_model
-
-        return LLMTagger(build_chat_model(settings))
-    return EmbeddingTagger(embedder)
 
 
 def _parse_tags(text: str) -> list[int]:
@@ -47,14 +37,27 @@ def _parse_tags(text: str) -> list[int]:
 @kb_app.command("build")
 def kb_build(
     ctx: typer.Context,
-    source: Annotated[list[Path], typer.Option("--source", "-s", help="Corpus file or folder (repeat).")],
+    source: Annotated[
+        list[Path],
+        typer.Option(
+            "--source",
+            "-s",
+            help="Corpus file or folder, DDXPlus release_conditions.json, or packaged:NAME "
+            "(icd10cm, faker-diseases[-fr|-zh], hpo, hpo-diseases); repeat for several.",
+        ),
+    ],
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Output directory (else CLINRAG_KB_PATH).")
     ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="At most this many items per source.")] = None,
     tagger: Annotated[Literal["llm", "embedding"] | None, typer.Option(help="Concept tagger.")] = None,
     rewrite: Annotated[
-        bool | None, typer.Option("--rewrite/--no-rewrite", help="Declarative rewrite by the chat model.")
+        bool | None,
+        typer.Option(
+            "--rewrite/--no-rewrite",
+            help="Declarative statements: texts rewritten by the chat model, records by their template "
+            "(off: everything indexed as it is).",
+        ),
     ] = None,
     language: Annotated[Literal["en", "zh", "fr"], typer.Option(help="Language of the corpus.")] = "en",
 ) -> None:
@@ -67,15 +70,12 @@ def kb_build(
 
     settings = settings_from(ctx)
     embedder = build_embedder(settings)
-    rewriter = (
-        DeclarativeRewriter(build_chat_model(settings))
-        if (settings.kb_rewrite if rewrite is None else rewrite)
-        else None
-    )
+    declarative = settings.kb_rewrite if rewrite is None else rewrite
     builder = KnowledgeBaseBuilder(
         embedder=embedder,
-        tagger=_tagger(settings, tagger or settings.kb_tagger, embedder),
-        rewriter=rewriter,
+        tagger=build_tagger(settings, embedder, tagger),
+        rewriter=DeclarativeRewriter(build_chat_model(settings)) if declarative else None,
+        raw_records=not declarative,
         language=language,
     )
     target = out_dir or settings.knowledge_base_path
@@ -112,7 +112,7 @@ def kb_search(
         k=k,
         mode=mode,
         tags=_parse_tags(tags) if tags else None,
-        tagger=None if tags else _tagger(settings, tagger or settings.kb_tagger, embedder),
+        tagger=None if tags else build_tagger(settings, embedder, tagger),
         fallback=fallback or settings.kb_fallback,
     )
     out.print(f"query chapters: {result.query_tags or 'none'} ({result.tag_source})", markup=False)

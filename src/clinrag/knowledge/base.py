@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from clinrag.core.errors import DataFormatError, IndexMismatchError, InvalidInputError
 from clinrag.core.models import Evidence
 from clinrag.embed.base import Embedder
@@ -122,9 +124,11 @@ class KnowledgeBase:
         tags: list[int] | None = None,
         tagger: Tagger | None = None,
         fallback: Fallback = "none",
+        vector: np.ndarray | None = None,
     ) -> KBSearch:
         """Top-k statements. `concept` (DoctorRAG eq. 1) and `hybrid` use the query's chapter tags: given,
-        or from `tagger`; a query without tags gets the `fallback` policy, recorded in `record`."""
+        or from `tagger`; a query without tags gets the `fallback` policy, recorded in `record`. `vector` is
+        the query's embedding when the caller already has it (computed alongside the tags)."""
         if not query.strip():
             raise InvalidInputError("the query is empty")
         tag_source: Literal["given", "tagger", "none"] = "given" if tags is not None else "none"
@@ -143,7 +147,8 @@ class KnowledgeBase:
         if mode == "lexical":
             hits = self.lexical.search(query, k)
         else:
-            vector = self.embedder.encode([query])
+            if vector is None:
+                vector = self.embedder.encode([query])
             constrained = mode != "dense"
             (result,) = self.concept.search(
                 vector,

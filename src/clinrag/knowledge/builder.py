@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from clinrag.core.errors import ConfigError
+from clinrag.core.errors import ConfigError, InvalidInputError
 from clinrag.embed.base import Embedder
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.rewrite import DeclarativeRewriter, Rewrite
@@ -41,7 +41,7 @@ class BuildReport:
 
 
 def _raw_text(item: SourceItem) -> str:
-    """The item as it stands, used when rewriting is off or failed."""
+    """The item as it stands, used when rewriting is off or failed (a record: its whole text)."""
     if item.kind == "mcq":
         return f"{item.question} Answer: {item.answer}"
     return item.text
@@ -54,12 +54,17 @@ class KnowledgeBaseBuilder:
         embedder: Embedder,
         tagger: Tagger,
         rewriter: DeclarativeRewriter | None,
+        raw_records: bool = False,
         language: str = "en",
         batch_size: int = 16,
     ) -> None:
+        """`rewriter` turns text and exam items into declarative statements (None: they are indexed as they
+        are). Structured records carry their declarative statements already; `raw_records` indexes each
+        record's whole text instead (the "no declarative statements" ablation for record sources)."""
         self.embedder = embedder
         self.tagger = tagger
         self.rewriter = rewriter
+        self.raw_records = raw_records
         self.language = language
         self.batch_size = batch_size
 
@@ -78,6 +83,10 @@ class KnowledgeBaseBuilder:
             items.extend(islice(reading, limit))
             report.sources[str(source)] = reading.report.summary()
         report.items = len(items)
+        duplicates = [item_id for item_id, n in Counter(item.id for item in items).items() if n > 1]
+        if duplicates:
+            # Checked before any work: the index would refuse them only at the very end.
+            raise InvalidInputError(f"duplicate item ids across the sources: {', '.join(duplicates[:5])}")
 
         pending = [item for item in items if item.id not in done]
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
@@ -105,7 +114,9 @@ class KnowledgeBaseBuilder:
             report.untagged += not statement.tags
             report.tag_counts.update(statement.tags)
         report.statements = len(statements)
-        KnowledgeBase.create(statements, self.embedder, language=self.language, progress=progress).save(out)
+        base = KnowledgeBase.create(statements, self.embedder, language=self.language, progress=progress)
+        base.info["sources"] = dict(report.sources)
+        base.save(out)
         checkpoint.unlink()
         report.seconds = round(time.perf_counter() - started, 1)
         return report
@@ -115,21 +126,28 @@ class KnowledgeBaseBuilder:
         return {
             "tagger": self.tagger.name,
             "rewrite": self.rewriter is not None,
+            "raw_records": self.raw_records,
             "embedder": self.embedder.name,
             "language": self.language,
         }
 
     def _process(self, batch: list[SourceItem]) -> Iterator[tuple[str, list[Statement]]]:
         drafts = [(item, self._rewrite(item)) for item in batch]
-        texts = [text for item, rewrite in drafts for text in (rewrite.statements or [_raw_text(item)])]
-        taggings = iter(self._tag(texts))
+        # Records with a code bring their chapters; only the other texts go to the tagger.
+        untagged = [
+            text
+            for item, rewrite in drafts
+            if not item.tags
+            for text in (rewrite.statements or [_raw_text(item)])
+        ]
+        taggings = iter(self._tag(untagged))
         for item, rewrite in drafts:
             provenance = {**item.provenance, "item": item.id}
             if rewrite.error:
                 provenance["rewrite_error"] = rewrite.error
             result = []
             for index, text in enumerate(rewrite.statements or [_raw_text(item)]):
-                tagging = next(taggings)
+                tagging = Tagging(sorted(item.tags)) if item.tags else next(taggings)
                 extra = {"untagged_reason": tagging.untagged_reason} if tagging.untagged_reason else {}
                 if tagging.rejected:
                     extra["rejected_tags"] = tagging.rejected
@@ -145,6 +163,8 @@ class KnowledgeBaseBuilder:
             yield item.id, result
 
     def _rewrite(self, item: SourceItem) -> Rewrite:
+        if item.kind == "record":
+            return Rewrite([] if self.raw_records else list(item.statements))
         if self.rewriter is None:
             return Rewrite([])
         if item.kind == "mcq":
@@ -152,6 +172,8 @@ class KnowledgeBaseBuilder:
         return self.rewriter.rewrite_chunk(item.text)
 
     def _tag(self, texts: list[str]) -> list[Tagging]:
+        if not texts:
+            return []
         tag_many = getattr(self.tagger, "tag_many", None)
         return tag_many(texts) if tag_many else [self.tagger.tag(text) for text in texts]
 

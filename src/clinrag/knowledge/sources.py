@@ -30,8 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.knowledge.chunking import DEFAULT_MAX_SIZE, DEFAULT_OVERLAP, chunk_text
 
-ItemKind = Literal["mcq", "text"]
-SourceFormat = Literal["medqa", "medmcqa", "pubmedqa", "jsonl", "text"]
+ItemKind = Literal["mcq", "text", "record"]
+SourceFormat = Literal["medqa", "medmcqa", "pubmedqa", "jsonl", "text", "ddxplus-conditions"]
 _FORMATS: tuple[SourceFormat, ...] = get_args(SourceFormat)
 
 # Reasons for skipping, phrased to read after a count: "skipped 3 broken lines: 17, 18, 40".
@@ -67,7 +67,9 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class SourceItem:
     """A raw item: for kind "mcq", `question` and its correct `answer` (never the wrong options), with `text`
-    combining both; for kind "text", a passage in `text`."""
+    combining both; for kind "text", a passage in `text`; for kind "record", a structured record (a
+    terminology entry, a disease-table row) as text, with its facts already written as declarative
+    `statements` and, where the record carries a code, its ICD-10-CM chapter `tags`."""
 
     id: str
     kind: ItemKind
@@ -76,6 +78,8 @@ class SourceItem:
     provenance: dict[str, Any] = field(default_factory=dict)
     question: str | None = None
     answer: str | None = None
+    statements: tuple[str, ...] = ()
+    tags: tuple[int, ...] = ()
 
 
 @dataclass
@@ -493,11 +497,16 @@ def detect_format(path: str | Path) -> SourceFormat:
         return "jsonl"
     if head.lstrip().startswith("{") and '"CONTEXTS"' in head:
         return "pubmedqa"
+    if head.lstrip().startswith("{") and '"cond-name-eng"' in head:
+        return "ddxplus-conditions"
     if path.suffix.lower() == ".jsonl":
         return "jsonl"  # no line parsed: the reader reports the broken lines
     if path.suffix.lower() in _TEXT_SUFFIXES:
         return "text"
-    raise DataFormatError(f"{path}: unrecognised source format (expected JSONL, PubMedQA JSON or .txt)")
+    raise DataFormatError(
+        f"{path}: unrecognised source format (expected JSONL, PubMedQA JSON, DDXPlus "
+        "release_conditions.json or .txt)"
+    )
 
 
 def _json_object(line: str) -> dict[str, Any] | None:
@@ -516,7 +525,14 @@ def read_source(
     overlap: int = DEFAULT_OVERLAP,
 ) -> Reading[SourceItem]:
     """The items of a source, with its reader chosen by `reader` or recognised by `detect_format`. MedMCQA
-    gives its explanations; MedQA-style files with a `context` list are named after the file."""
+    gives its explanations; MedQA-style files with a `context` list are named after the file;
+    `packaged:NAME` reads knowledge shipped in an installed package (see `clinrag.knowledge.packaged`)."""
+    # Imported here: these readers build on this module.
+    from clinrag.knowledge.ddxplus import read_ddxplus_conditions
+    from clinrag.knowledge.packaged import is_packaged, read_packaged
+
+    if is_packaged(path):
+        return read_packaged(str(path))
     path = _existing(path)
     chosen = reader or detect_format(path)
     if chosen not in _FORMATS:
@@ -529,6 +545,8 @@ def read_source(
         return read_pubmedqa(path)
     if chosen == "jsonl":
         return read_text_records(path, max_size=max_size, overlap=overlap)
+    if chosen == "ddxplus-conditions":
+        return read_ddxplus_conditions(path)
     return read_text_corpus(path, max_size=max_size, overlap=overlap)
 
 

