@@ -72,5 +72,5 @@ def test_names_and_paths_are_checked_before_any_work(runner: EvalRunner, tmp_pat
             )
         )
     with pytest.raises(InvalidInputError, match="patient base"):
-        runner.run(RunRequest(dataset="medqa", method="knn-vote", out=tmp_path / "d", limit=3))
+        runner.run(RunRequest(dataset="mmlu-med", method="knn-vote", out=tmp_path / "d", limit=3))
     assert not (tmp_path / "a").exists() and not (tmp_path / "d" / "results.jsonl").exists()

@@ -19,26 +19,6 @@ BaseOption = Annotated[
 ]
 
 
-def _load_records(dataset: str, path: Path | None, n: int):
-    from clinrag.patients import loaders
-
-    if dataset == "synthetic":
-        from clinrag.patients.synthetic import generate_cohort
-
-        return generate_cohort(n, seed=0), None
-    if path is None:
-        raise InvalidInputError(f"--path is required for the {dataset} dataset")
-    if dataset == "ddxplus":
-        folder = path if path.is_dir() else path.parent
-        patients_csv = path if path.is_file() else folder / "test_patients_mini.csv"
-        return loaders.load_ddxplus(
-            patients_csv, folder / "release_evidences.json", folder / "release_conditions.json"
-        )
-    if dataset == "dialmed":
-        return loaders.load_dialmed(path)
-    return loaders.load_icraft(path)
-
-
 @patients_app.command("build")
 def patients_build(
     ctx: typer.Context,
@@ -55,9 +35,10 @@ def patients_build(
     """Load a dataset into patient records, embed their narratives, and save the patient base."""
     from clinrag.embed.factory import build_embedder
     from clinrag.patients.base import PatientBase
+    from clinrag.patients.loaders import load_patient_dataset
 
     settings = settings_from(ctx)
-    records, report = _load_records(dataset, path, n)
+    records, report = load_patient_dataset(dataset, path, n)
     if report is not None:
         out.print(report.summary(), markup=False, highlight=False)
     else:

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.knowledge.sources import read_jsonl
@@ -359,9 +359,13 @@ def _merge_read_report(report: LoadReport, skipped: dict[str, list[int | str]]) 
 # --- iCraft-MD ------------------------------------------------------------------------------------------
 
 
-def load_icraft(path: str | Path) -> tuple[list[PatientRecord], LoadReport]:
-    """iCraft-MD dermatology vignettes: the narrative is the atomic facts (`context`) joined as sentences, the
-    first fact being the initial presentation. Ids are "icraft:<id>"."""
+def load_icraft(
+    path: str | Path, *, source: str = "icraft", dataset: str = "icraft_md"
+) -> tuple[list[PatientRecord], LoadReport]:
+    """iCraft-MD dermatology vignettes — or any MediQ-format file of vignettes split into atomic facts, such
+    as MediQ's MedQA dev set — : the narrative is the atomic facts (`context`) joined as sentences, the
+    first fact being the initial presentation. Ids are "<source>:<id>"; `dataset` names the origin in the
+    records' metadata."""
     reading = read_jsonl(path)
     report = LoadReport(str(path))
     records = []
@@ -384,12 +388,12 @@ def load_icraft(path: str | Path) -> tuple[list[PatientRecord], LoadReport]:
             structured["options"] = dict(raw["options"])
         records.append(
             PatientRecord(
-                id=f"icraft:{record_id}",
+                id=f"{source}:{record_id}",
                 narrative=" ".join(_sentence(fact) for fact in facts),
                 structured=structured,
-                metadata={"language": "en", "source": "icraft_md"},
+                metadata={"language": "en", "source": dataset},
                 codes={"diagnosis": [answer.strip()]},
-                source="icraft_md",
+                source=dataset,
             )
         )
     _merge_read_report(report, reading.report.skipped)
@@ -398,3 +402,32 @@ def load_icraft(path: str | Path) -> tuple[list[PatientRecord], LoadReport]:
 
 def _sentence(fact: str) -> str:
     return fact if fact[-1] in ".!?" else fact + "."
+
+
+PatientDataset = Literal["ddxplus", "dialmed", "icraft", "synthetic"]
+
+
+def load_patient_dataset(
+    dataset: PatientDataset, path: Path | None, n: int = 1000
+) -> tuple[list[PatientRecord], LoadReport | None]:
+    """Records of a patient dataset at `path` (DDXPlus: the patients CSV or its folder), or `n` SYNTHETIC
+    patients for `synthetic` (no report: nothing was read)."""
+    if dataset == "synthetic":
+        from clinrag.patients.synthetic import generate_cohort
+
+        return generate_cohort(n, seed=0), None
+    if path is None:
+        raise InvalidInputError(f"a path is required for the {dataset} dataset")
+    if dataset == "ddxplus":
+        folder = path if path.is_dir() else path.parent
+        patients_csv = path if path.is_file() else folder / "test_patients_mini.csv"
+        return load_ddxplus(
+            patients_csv, folder / "release_evidences.json", folder / "release_conditions.json"
+        )
+    if dataset == "dialmed":
+        return load_dialmed(path)
+    if dataset == "icraft":
+        return load_icraft(path)
+    raise InvalidInputError(
+        f"unknown patient dataset {dataset!r}; valid: {', '.join(get_args(PatientDataset))}"
+    )

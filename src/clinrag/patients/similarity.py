@@ -35,6 +35,13 @@ class SimilarPatients:
         if self._fields:
             self._ranker  # noqa: B018 - built now, before cases are answered from several threads
 
+    @classmethod
+    def from_base(cls, base: PatientBase) -> SimilarPatients:
+        """Over a saved patient base, whose narrative index is already built."""
+        similar = cls(list(base.records.values()), embedder=lambda: base.embedder)
+        similar._base = base
+        return similar
+
     @cached_property
     def _fields(self) -> list[str]:
         return sorted({field for r in self.records for field in r.codes})
@@ -64,9 +71,19 @@ class SimilarPatients:
         return "narrative cosine", self._patient_base().similar(case_text(case), k, exclude=[case.id])
 
 
-def patient_evidence(found: Neighbours) -> list[Evidence]:
+def patient_evidence(found: Neighbours, labels: dict[str, list[str]] | None = None) -> list[Evidence]:
+    """The neighbours as evidence (their formatted records); `labels` adds each one's labels in the cases'
+    answer space to its provenance."""
     return [
-        Evidence(id=r.id, kind="patient", text=format_record(r), score=s, source="patients") for r, s in found
+        Evidence(
+            id=r.id,
+            kind="patient",
+            text=format_record(r),
+            score=s,
+            source="patients",
+            provenance={"labels": labels[r.id]} if labels and labels.get(r.id) else {},
+        )
+        for r, s in found
     ]
 
 

@@ -33,7 +33,15 @@ def test_medqa_matches_the_raw_file(loaded, data_dir):
     raw = _jsonl(data_dir / "medqa" / "us_4options_test.jsonl")
     dataset = loaded("medqa")
     assert len(raw) == 1000
-    assert len(dataset.cases) == 1000 and dataset.records == [] and dataset.labels == {}
+    assert len(dataset.cases) == 1000
+    # Past cases: MediQ's MedQA dev vignettes (a different split), labelled with their answer text.
+    dev = _jsonl(data_dir / "medqa" / "mediq_dev_atomic_facts.jsonl")
+    assert 0 < len(dataset.records) <= len(dev) and all(
+        r.id.startswith("mediq-dev:") for r in dataset.records
+    )
+    first = dataset.records[0]
+    assert first.id == f"mediq-dev:{dev[0]['id']}" and dataset.labels[first.id] == [dev[0]["answer"]]
+    assert first.narrative.startswith(dev[0]["context"][0])
     by_id = {case.id: case for case in dataset.cases}
     for line in (1, 500, 1000):
         case, row = by_id[f"medqa:{line}"], raw[line - 1]
@@ -42,6 +50,13 @@ def test_medqa_matches_the_raw_file(loaded, data_dir):
         assert case.gold.answer == row["answer_idx"]
         assert case.options[case.gold.answer] == row["answer"]
     assert all(case.task == "multiple_choice" and set(case.options) == set("ABCD") for case in dataset.cases)
+
+
+def test_medqa_without_the_dev_file_has_no_past_cases(data_dir, tmp_path):
+    alone = tmp_path / "us_4options_test.jsonl"
+    alone.write_text((data_dir / "medqa" / "us_4options_test.jsonl").read_text(encoding="utf-8"))
+    dataset = load_dataset("medqa", alone)
+    assert dataset.records == [] and dataset.labels == {} and "no past cases" in dataset.report
 
 
 def test_mmlu_counts_per_subset_and_spot_rows(loaded, data_dir):

@@ -1,4 +1,5 @@
-"""Exam-style datasets (no patient base): MedQA, MMLU-Med, PubMedQA and MedMCQA → `Case`s.
+"""Exam-style datasets: MedQA, MMLU-Med, PubMedQA and MedMCQA → `Case`s. Only MedQA has past cases: the
+vignettes of MediQ's MedQA dev split, when that file lies beside the test file.
 
 The record models of `clinrag.knowledge.sources` validate each record; these loaders keep what the corpus
 readers drop on purpose (the wrong options, the answer key). Option keys are the file's letters (PubMedQA:
@@ -34,6 +35,8 @@ from clinrag.knowledge.sources import (
     _PubMedQARecord,
     read_jsonl,
 )
+from clinrag.patients.loaders import load_icraft
+from clinrag.patients.record import PatientRecord
 
 MMLU_SUBSETS = (
     "anatomy",
@@ -44,6 +47,7 @@ MMLU_SUBSETS = (
     "professional_medicine",
 )
 LETTERS = ("A", "B", "C", "D")
+MEDIQ_DEV_FILE = "mediq_dev_atomic_facts.jsonl"
 DECISIONS = ("yes", "no", "maybe")
 # MedMCQA's `cop` counts from 1 in this (MIRAGE) release: values are 1..4 and every "Ans-x" explanation
 # names the letter at position cop (checked in tests/eval/datasets/test_exams.py).
@@ -90,7 +94,19 @@ def load_medqa(path: Path) -> Dataset:
         )
         if case is not None:
             cases.append(case)
-    return finish("medqa", cases, [reading.report])
+    records, labels, notes = _medqa_past_cases(reading.path.parent)
+    return finish("medqa", cases, [reading.report], records=records, labels=labels, notes=notes)
+
+
+def _medqa_past_cases(folder: Path) -> tuple[list[PatientRecord], dict[str, list[str]], list[str]]:
+    """The MedQA dev-split vignettes of MediQ (atomic facts, correct answer) as past cases, labelled with
+    their answer text (the prior matches it to an option's text); nothing if the file is absent."""
+    path = folder / MEDIQ_DEV_FILE
+    if not path.is_file():
+        return [], {}, [f"no {MEDIQ_DEV_FILE} beside the test file: no past cases"]
+    records, report = load_icraft(path, source="mediq-dev", dataset="mediq_medqa_dev")
+    labels = {record.id: [record.structured["diagnosis"]] for record in records}
+    return records, labels, [f"past cases (dev split, not test questions): {report.summary()}"]
 
 
 # --- MMLU-Med ---------------------------------------------------------------------------------------------

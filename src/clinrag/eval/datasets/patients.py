@@ -213,6 +213,24 @@ def load_icraft_md(path: Path) -> Dataset:
     )
 
 
+ICRAFT_CONSULT_QUESTION = "What is the most likely diagnosis, and what should be done next?"
+
+
+def load_icraft_md_consult(path: Path) -> Dataset:
+    """iCraft-MD as consultations: the whole vignette up front, a free-text question, no options; the gold
+    diagnosis is the reference answer (for judges and text metrics)."""
+    dataset = load_icraft_md(path)
+    cases = []
+    for case in dataset.cases:
+        assert case.patient is not None
+        vignette = " ".join(fact if fact[-1] in ".!?" else f"{fact}." for fact in case.patient.findings)
+        patient = case.patient.model_copy(update={"initial_presentation": vignette})
+        update = {"task": "free_text", "question": ICRAFT_CONSULT_QUESTION, "options": {}, "patient": patient}
+        cases.append(case.model_copy(update=update))
+    report = dataset.report.replace("icraft-md:", "icraft-md-consult:", 1)
+    return Dataset("icraft-md-consult", cases, dataset.records, dataset.labels, report)
+
+
 # --- DialMed ----------------------------------------------------------------------------------------------
 
 DIALMED_DIAGNOSIS_QUESTION = "根据以下医患对话，患者最可能的诊断是什么？请从选项中选择一项。"
@@ -329,6 +347,12 @@ SPECS: tuple[DatasetSpec, ...] = (
         "iCraft-MD dermatology vignettes, diagnosis among 4 options",
         "icraft_md/craft_md.jsonl",
         load_icraft_md,
+    ),
+    DatasetSpec(
+        "icraft-md-consult",
+        "iCraft-MD vignettes as free-text consultations (diagnosis and next steps; reference: the diagnosis)",
+        "icraft_md/craft_md.jsonl",
+        load_icraft_md_consult,
     ),
     DatasetSpec(
         "dialmed-diagnosis",
