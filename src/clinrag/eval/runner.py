@@ -91,7 +91,7 @@ class EvalRunner:
             raise InvalidInputError(f"dataset {request.dataset!r} has no cases to evaluate")
         context = self._context(request, dataset, cases)
         method = spec.build(context)
-        model_name = context.chat_model.model if spec.uses_llm else "none"
+        model_name = method.model.model if getattr(method, "model", None) is not None else "none"
         run_dir = RunDirectory(request.out)
         config = self._config(request, dataset, cases, model_name)
         self._prepare(run_dir, config)

@@ -17,9 +17,11 @@ from clinrag.patients.record import PatientRecord
 
 
 class Method(ABC):
-    """Answers cases. `aanswer` runs `answer` in a worker thread unless a method has a native async path."""
+    """Answers cases. `aanswer` runs `answer` in a worker thread unless a method has a native async path.
+    `model` is the chat model the method answers with (None for methods without one)."""
 
     name: str
+    model: ChatModel | None = None
 
     @abstractmethod
     def answer(self, case: Case) -> Answer: ...

@@ -67,6 +67,7 @@ class KnnVote(Method):
         )
         return answer
 
+
 def _option_key(label: str, options: dict[str, str]) -> str:
     """The option key whose text is `label` (labels are option texts), or the label itself."""
     for key, text in options.items():

@@ -10,9 +10,9 @@ from clinrag.methods.base import MethodSpec
 def _specs() -> dict[str, MethodSpec]:
     # Imported here, not at module level: method modules import heavy components, and this keeps
     # `--help` and name validation fast.
-    from clinrag.methods import direct, knn_vote
+    from clinrag.methods import direct, doctorrag, knn_vote
 
-    return {spec.name: spec for spec in (direct.SPEC, knn_vote.SPEC)}
+    return {spec.name: spec for spec in (direct.SPEC, doctorrag.SPEC, knn_vote.SPEC)}
 
 
 def method_names() -> list[str]:

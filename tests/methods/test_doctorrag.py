@@ -1,0 +1,121 @@
+"""DoctorRAG on real DDXPlus patients and condition knowledge, with the embedded model where a model is
+needed and a scripted server where a reply must be controlled."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.eval.datasets import load_dataset
+from clinrag.knowledge.base import KnowledgeBase
+from clinrag.knowledge.builder import KnowledgeBaseBuilder
+from clinrag.knowledge.tagging import EmbeddingTagger
+from clinrag.llm.openai_compat import OpenAICompatible
+from clinrag.methods.doctorrag import PRIOR_FLOOR, DoctorRAG, DoctorRAGConfig, combine
+from clinrag.patients.similarity import SimilarPatients
+from tests.openai_server import chat_body
+
+
+@pytest.fixture(scope="module")
+def ddxplus(data_dir: Path):
+    return load_dataset("ddxplus", data_dir / "ddxplus")
+
+
+@pytest.fixture(scope="module")
+def knowledge(data_dir: Path, minilm_embedder, tmp_path_factory) -> KnowledgeBase:
+    """The DDXPlus condition knowledge (declarative statements), built like `clinrag kb build` does."""
+    out = tmp_path_factory.mktemp("kb") / "ddxplus"
+    builder = KnowledgeBaseBuilder(
+        embedder=minilm_embedder, tagger=EmbeddingTagger(minilm_embedder), rewriter=None
+    )
+    builder.build([data_dir / "ddxplus" / "release_conditions.json"], out, progress=False)
+    return KnowledgeBase.load(out, minilm_embedder)
+
+
+def _method(model, ddxplus, knowledge, minilm_embedder, held_out, **config) -> DoctorRAG:
+    exclude = {case.id for case in held_out}
+    patients = SimilarPatients(ddxplus.experience(exclude=exclude), embedder=lambda: minilm_embedder)
+    return DoctorRAG(
+        model,
+        knowledge=knowledge,
+        tagger=EmbeddingTagger(minilm_embedder),
+        patients=patients,
+        labels=ddxplus.labels,
+        config=DoctorRAGConfig(**config),
+    )
+
+
+def test_context_carries_resolvable_evidence_and_the_answer_uses_both_parts(
+    ddxplus, knowledge, minilm_embedder, embedded
+) -> None:
+    cases = ddxplus.cases[:3]
+    method = _method(embedded, ddxplus, knowledge, minilm_embedder, cases, k_statements=3, k_patients=2)
+    records = {record.id for record in ddxplus.records}
+    for case in cases:
+        answer = method.answer(case)
+        assert answer.error is None, answer.error
+        statements = [e for e in answer.evidence if e.kind == "statement"]
+        patients = [e for e in answer.evidence if e.kind == "patient"]
+        assert len(statements) == 3 and len(patients) == 5  # 2 in the prompt + 3 more behind the prior
+        assert all(e.id.removeprefix("kb:") in knowledge.statements for e in statements)
+        assert all(e.id in records and e.id != case.id for e in patients)
+        steps = {step.name: step for step in answer.trace.steps}
+        assert steps["retrieve"].output["knowledge"]["mode"] == "concept"
+        assert steps["score_options"].output["llm"] and steps["combine"].output["prior"]
+        assert answer.result.ddx[0].name == case.options[answer.result.choice]
+        assert sum(d.probability for d in answer.result.ddx) <= 1.0 + 1e-9
+
+
+def test_ablation_switches_remove_their_part(ddxplus, knowledge, minilm_embedder) -> None:
+    case = ddxplus.cases[5]
+    no_tags = _method(None, ddxplus, knowledge, minilm_embedder, [case], use_tags=False, use_llm_scores=False)
+    assert no_tags.answer(case).trace.steps[0].output["knowledge"]["mode"] == "dense"
+    no_kb = _method(
+        None, ddxplus, knowledge, minilm_embedder, [case], use_knowledge=False, use_llm_scores=False
+    )
+    assert not [e for e in no_kb.answer(case).evidence if e.kind == "statement"]
+    no_patients = _method(
+        None, ddxplus, knowledge, minilm_embedder, [case], use_patients=False, use_llm_scores=False
+    )
+    answer = no_patients.answer(case)
+    assert not [e for e in answer.evidence if e.kind == "patient"]
+    assert answer.error is not None and answer.result.choice is None  # nothing left to choose with
+    with pytest.raises(InvalidInputError, match="chat model"):
+        _method(None, ddxplus, knowledge, minilm_embedder, [case])
+
+
+def test_experience_prior_alone_diagnoses_held_out_patients(ddxplus, knowledge, minilm_embedder) -> None:
+    held_out = ddxplus.cases[:60]
+    method = _method(None, ddxplus, knowledge, minilm_embedder, held_out, use_llm_scores=False)
+    correct = sum(method.answer(case).result.choice == case.gold.answer for case in held_out)
+    assert correct >= 55
+
+
+def test_an_unparseable_selection_is_a_recorded_failure(data_dir: Path, server) -> None:
+    # The scripted loopback server stands in for a model that replies outside the schema; the embedded
+    # model's grammar cannot be made to do that.
+    server.replies = [(200, chat_body("I would need to examine the patient first."), 0.0)]
+    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k", structured_output="none")
+    dataset = load_dataset("dialmed-drugs", data_dir / "dialmed")
+    case = dataset.cases[0]
+    method = DoctorRAG(model, knowledge=None, tagger=None, patients=None, labels={}, config=DoctorRAGConfig())
+    answer = method.answer(case)
+    assert answer.error.startswith("AnswerParseError")
+    assert answer.result.choices == [] and answer.text == "I would need to examine the patient first."
+
+
+def test_combine_is_the_normalised_product_with_the_floor() -> None:
+    llm = {"a": 0.5, "b": 0.3, "c": 0.2}
+    prior = {"b": 0.75, "c": 0.25}
+    raw = {"a": 0.5 * PRIOR_FLOOR, "b": 0.3 * (0.75 + PRIOR_FLOOR), "c": 0.2 * (0.25 + PRIOR_FLOOR)}
+    total = sum(raw.values())
+    assert combine(llm, prior, 1.0) == pytest.approx({k: v / total for k, v in raw.items()})
+    assert combine(llm, {}, 1.0) == llm
+    only_prior = combine({}, prior, 1.0)
+    assert only_prior == pytest.approx({"b": 0.76 / 1.02, "c": 0.26 / 1.02})
+    squared = combine(llm, prior, 2.0)
+    assert squared["b"] / squared["c"] == pytest.approx(0.3 * 0.76**2 / (0.2 * 0.26**2))
+    assert math.isclose(sum(squared.values()), 1.0)
