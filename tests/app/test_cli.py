@@ -8,7 +8,9 @@ import sys
 from tests.openai_server import chat_body
 
 
-def run_cli(*args: str, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, stdin: str | None = None, env: dict | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
     environment = {**os.environ, "COLUMNS": "120", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "clinrag", *args],
@@ -16,7 +18,7 @@ def run_cli(*args: str, stdin: str | None = None, env: dict | None = None) -> su
         capture_output=True,
         text=True,
         env=environment,
-        timeout=120,
+        timeout=timeout,
     )
 
 

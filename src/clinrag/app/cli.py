@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from clinrag.app.common import err, out, settings_from, usage_table
+from clinrag.app.consult_commands import consult
 from clinrag.app.eval_commands import eval_app
 from clinrag.app.kb_commands import kb_app
 from clinrag.app.patient_commands import patients_app
@@ -26,6 +27,7 @@ app.add_typer(llm_app, name="llm")
 app.add_typer(kb_app, name="kb")
 app.add_typer(patients_app, name="patients")
 app.add_typer(eval_app, name="eval")
+app.command("consult")(consult)
 
 
 @app.callback()
