@@ -119,3 +119,35 @@ def test_combine_is_the_normalised_product_with_the_floor() -> None:
     squared = combine(llm, prior, 2.0)
     assert squared["b"] / squared["c"] == pytest.approx(0.3 * 0.76**2 / (0.2 * 0.26**2))
     assert math.isclose(sum(squared.values()), 1.0)
+
+
+def test_parameters_are_validated_with_clear_errors() -> None:
+    assert DoctorRAGConfig.from_params({"use_tags": False, "k_prior": 3}).k_prior == 3
+    for bad, name in (
+        ({"k_statements": 0}, "k_statements"),
+        ({"nope": 1}, "nope"),
+        ({"fallback": "x"}, "fallback"),
+    ):
+        with pytest.raises(InvalidInputError, match=name):
+            DoctorRAGConfig.from_params(bad)
+
+
+def test_the_fallback_decides_what_a_question_outside_the_chapters_gets(
+    ddxplus, knowledge, minilm_embedder
+) -> None:
+    # The knowledge without the chapter the query is tagged with: eq. 1 finds nothing, "unconstrained"
+    # searches every statement.
+    case = ddxplus.cases[0]
+    probe = _method(None, ddxplus, knowledge, minilm_embedder, [case], use_llm_scores=False)
+    tags = set(probe.answer(case).trace.steps[0].output["knowledge"]["query_tags"])
+    others = [s for s in knowledge.statements.values() if not tags & set(s.tags)]
+    assert tags and others
+    elsewhere = KnowledgeBase.create(others, minilm_embedder)
+    strict = _method(None, ddxplus, elsewhere, minilm_embedder, [case], use_llm_scores=False)
+    retrieved = strict.answer(case).trace.steps[0].output
+    assert retrieved["statements"] == [] and retrieved["knowledge"]["concept"]["reason"]
+    loose = _method(
+        None, ddxplus, elsewhere, minilm_embedder, [case], use_llm_scores=False, fallback="unconstrained"
+    )
+    retrieved = loose.answer(case).trace.steps[0].output
+    assert len(retrieved["statements"]) == 5 and retrieved["knowledge"]["concept"]["fallback_used"]
