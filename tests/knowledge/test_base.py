@@ -54,6 +54,17 @@ def test_hybrid_keeps_the_constraint_and_lexical_finds_exact_words(built):
     assert all(set(statement.tags) & set(s.tags) for s, _ in hybrid.hits)
 
 
+def test_rrf_fuses_dense_and_lexical_without_the_chapter_constraint(built):
+    _, _, kb = built
+    statement = next(s for s in kb.statements.values() if s.source == "medmcqa")
+    outside = [t for t in range(1, 23) if t not in statement.tags]
+    rrf = kb.search(statement.text, mode="rrf", tags=outside, k=5)
+    assert rrf.hits[0][0].id == statement.id  # found although it shares no chapter with the query
+    dense = [s.id for s, _ in kb.search(statement.text, mode="dense", k=15).hits]
+    lexical = [s.id for s, _ in kb.search(statement.text, mode="lexical", k=15).hits]
+    assert {s.id for s, _ in rrf.hits} <= set(dense) | set(lexical)
+
+
 def test_query_without_tags_follows_the_fallback_policy(built):
     _, _, kb = built
     none = kb.search("chest pain on exertion", tags=[], fallback="none")
@@ -74,7 +85,7 @@ def test_query_tagged_by_the_tagger_is_recorded(built, minilm_embedder):
 def test_reload_gives_identical_results(built, minilm_embedder):
     out, _, kb = built
     again = KnowledgeBase.load(out, minilm_embedder)
-    for mode in ("concept", "hybrid", "dense", "lexical"):
+    for mode in ("concept", "hybrid", "dense", "lexical", "rrf"):
         first = kb.search("antibiotic for pneumonia", tags=[1, 10], mode=mode, k=5)
         second = again.search("antibiotic for pneumonia", tags=[1, 10], mode=mode, k=5)
         assert [(s.id, round(score, 5)) for s, score in first.hits] == [

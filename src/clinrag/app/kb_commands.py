@@ -96,7 +96,7 @@ def kb_search(
         str | None, typer.Option(help="Query chapters, e.g. '9,10' or 'IX' (else the tagger decides).")
     ] = None,
     k: Annotated[int, typer.Option(min=1, max=100)] = 5,
-    mode: Annotated[Literal["concept", "hybrid", "dense", "lexical"], typer.Option()] = "concept",
+    mode: Annotated[Literal["concept", "hybrid", "dense", "lexical", "rrf"], typer.Option()] = "concept",
     fallback: Annotated[Literal["none", "unconstrained"] | None, typer.Option()] = None,
     tagger: Annotated[Literal["llm", "embedding"] | None, typer.Option(help="Query tagger.")] = None,
 ) -> None:

@@ -21,7 +21,9 @@ from clinrag.index.store import atomic_directory, read_json, write_json
 from clinrag.knowledge.statement import Statement
 from clinrag.knowledge.tagging import Tagger
 
-SearchMode = Literal["concept", "hybrid", "dense", "lexical"]
+# concept: dense under the chapter constraint (eq. 1); hybrid: that fused with BM25 under the same constraint;
+# dense and lexical: unconstrained; rrf: unconstrained dense and BM25 fused by reciprocal rank (MedRAG).
+SearchMode = Literal["concept", "hybrid", "dense", "lexical", "rrf"]
 FORMAT_VERSION = 1
 INFO_FILE = "kb.json"
 STATEMENTS_FILE = "statements.jsonl"
@@ -149,18 +151,19 @@ class KnowledgeBase:
         else:
             if vector is None:
                 vector = self.embedder.encode([query])
-            constrained = mode != "dense"
+            constrained = mode in ("concept", "hybrid")
+            fused = mode in ("hybrid", "rrf")
             (result,) = self.concept.search(
                 vector,
                 [set(query_tags) if constrained else set()],
-                k if mode != "hybrid" else 3 * k,
+                3 * k if fused else k,
                 fallback=fallback if constrained else "unconstrained",
             )
             record["concept"] = {key: value for key, value in result.to_trace().items() if key != "hits"}
             hits = result.hits
-            if mode == "hybrid":
+            if fused:
                 lexical = self.lexical.search(query, 3 * k)
-                if not result.fallback_used:  # the tag constraint applies to the lexical side too
+                if constrained and not result.fallback_used:  # the tag constraint applies to BM25 too
                     allowed = set(query_tags)
                     lexical = [h for h in lexical if allowed & set(self.statements[h.id].tags)]
                 hits = rrf([hits, lexical], limit=k)

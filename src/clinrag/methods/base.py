@@ -7,13 +7,18 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case
 from clinrag.core.settings import Settings
 from clinrag.embed.base import Embedder
 from clinrag.llm.base import ChatModel
 from clinrag.patients.record import PatientRecord
+
+if TYPE_CHECKING:
+    from clinrag.knowledge.base import KnowledgeBase
 
 
 class Method(ABC):
@@ -50,6 +55,21 @@ class MethodContext:
 
             return build_chat_model(self.settings)
         return self.chat_model_factory(self.settings)
+
+    def knowledge_base(self, path: str | None, *, param: str, without: str | None = None) -> KnowledgeBase:
+        """The knowledge base (or document corpus) at `path` — a method parameter named `param` — else at
+        the configured place (CLINRAG_KB_PATH / the clinrag home); `without` names the parameter that runs
+        the method without one, for the error message."""
+        from clinrag.knowledge.base import INFO_FILE, KnowledgeBase
+
+        directory = Path(path) if path else self.settings.knowledge_base_path
+        if not (directory / INFO_FILE).is_file():
+            hint = f", or run without one (--param {without})" if without else ""
+            raise InvalidInputError(
+                f"no knowledge base at {directory}: build one with `clinrag kb build` and pass "
+                f"--param {param}=PATH or set CLINRAG_KB_PATH{hint}"
+            )
+        return KnowledgeBase.load(directory, self.embedder)
 
     @cached_property
     def embedder(self) -> Embedder:

@@ -332,19 +332,6 @@ def _choice_text(
     return "\n".join(lines)
 
 
-def load_knowledge(context: MethodContext, path: str | None) -> KnowledgeBase:
-    """The knowledge base at `path`, else at the configured place (CLINRAG_KB_PATH / the clinrag home)."""
-    from pathlib import Path
-
-    directory = Path(path) if path else context.settings.knowledge_base_path
-    if not (directory / "kb.json").is_file():
-        raise InvalidInputError(
-            f"no knowledge base at {directory}: build one with `clinrag kb build`, pass --param kb=PATH, "
-            "or run without knowledge (--param use_knowledge=false)"
-        )
-    return KnowledgeBase.load(directory, context.embedder)
-
-
 def build(context: MethodContext) -> DoctorRAG:
     params = dict(context.params)
     kb_path = params.pop("kb", None)
@@ -355,7 +342,7 @@ def build(context: MethodContext) -> DoctorRAG:
     if config.use_knowledge:
         from clinrag.knowledge.factory import build_tagger
 
-        knowledge = load_knowledge(context, kb_path)
+        knowledge = context.knowledge_base(kb_path, param="kb", without="use_knowledge=false")
         tagger = build_tagger(context.settings, context.embedder) if config.use_tags else None
     patients = None
     if config.use_patients and context.experience:

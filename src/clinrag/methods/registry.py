@@ -10,9 +10,10 @@ from clinrag.methods.base import MethodSpec
 def _specs() -> dict[str, MethodSpec]:
     # Imported here, not at module level: method modules import heavy components, and this keeps
     # `--help` and name validation fast.
-    from clinrag.methods import direct, doctorrag, knn_vote
+    from clinrag.methods import cot, direct, doctorrag, imedrag, knn_vote, rag
 
-    return {spec.name: spec for spec in (direct.SPEC, doctorrag.SPEC, knn_vote.SPEC)}
+    specs = (direct.SPEC, cot.SPEC, rag.SPEC, imedrag.SPEC, doctorrag.SPEC, knn_vote.SPEC)
+    return {spec.name: spec for spec in specs}
 
 
 def method_names() -> list[str]:

@@ -1,0 +1,91 @@
+"""`cot`: zero-shot chain of thought (Kojima et al. 2022) — the model first reasons ("Let's think step by
+step."), then, seeing its reasoning, gives the answer: extracted by parsing the reply (`answer=generate`, the
+default: a reply naming no option is a recorded `AnswerParseError`) or by scoring the options as the
+continuation of the reasoning (`answer=score`)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.core.models import Answer, Case
+from clinrag.llm.base import ChatModel, ChatRequest, Message
+from clinrag.methods.base import Method, MethodContext, MethodSpec
+from clinrag.methods.options import CHOICE_TASKS, AnswerMode, answer_case
+from clinrag.tasks.prompts import task_prompt
+
+REASON = "Let's think step by step."
+CONCLUDE = "Therefore, the answer is (reply with the answer only, in the format asked above):"
+
+
+class CoTConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    answer: AnswerMode = "generate"
+    reasoning_tokens: int = Field(default=256, ge=16)
+    answer_tokens: int = Field(default=32, ge=1)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> CoTConfig:
+        try:
+            return cls(**params)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise InvalidInputError(f"invalid cot parameters: {problems}") from None
+
+
+class CoTMethod(Method):
+    name = "cot"
+
+    def __init__(self, model: ChatModel, config: CoTConfig | None = None) -> None:
+        self.model = model
+        self.config = config or CoTConfig()
+
+    def answer(self, case: Case) -> Answer:
+        return asyncio.run(self.aanswer(case))
+
+    async def aanswer(self, case: Case) -> Answer:
+        answer = Answer(case_id=case.id, method=self.name)
+        prompt = task_prompt(case)
+        question = [
+            Message(role="system", content=prompt.system),
+            Message(role="user", content=f"{prompt.render(case)}\n\n{REASON}"),
+        ]
+        with answer.trace.step("reason") as step:
+            reasoning = await self.model.acomplete(
+                ChatRequest(messages=question, max_tokens=self.config.reasoning_tokens, temperature=0.0)
+            )
+            answer.usage += reasoning.usage
+            step.output = {"reasoning": reasoning.text}
+        conclusion = ChatRequest(
+            messages=[
+                *question,
+                Message(role="assistant", content=reasoning.text.strip() or "(no reasoning)"),
+                Message(role="user", content=CONCLUDE),
+            ],
+            # A letter or a name is short; a free reply or a list needs the room the reasoning had.
+            max_tokens=self.config.answer_tokens if _chooses(case) else self.config.reasoning_tokens,
+            temperature=0.0,
+        )
+        await answer_case(self.model, conclusion, case, prompt, answer, self.config.answer)
+        answer.text = f"{reasoning.text.strip()}\n\nAnswer: {answer.text.strip()}"
+        return answer
+
+
+def _chooses(case: Case) -> bool:
+    return bool(case.options) and case.task in CHOICE_TASKS
+
+
+def build(context: MethodContext) -> CoTMethod:
+    return CoTMethod(context.chat_model, CoTConfig.from_params(dict(context.params)))
+
+
+SPEC = MethodSpec(
+    name="cot",
+    description="zero-shot chain of thought: reason step by step, then answer",
+    build=build,
+    uses_llm=True,
+)

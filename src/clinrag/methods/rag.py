@@ -1,0 +1,166 @@
+"""`rag`: MedRAG-style vanilla retrieval-augmented generation — retrieve N documents from a corpus index
+(`rrf`: dense + BM25 fused by reciprocal rank, the default; `dense`; `lexical` BM25; or the
+concept-constrained `concept` / `hybrid`), put them before the question, answer.
+
+The corpus is any knowledge base (`clinrag kb build`; a document corpus is built with `--no-rewrite` so its
+chunks stay as written). The retrieval query is the question with its options, as in MedRAG. A retrieval that
+finds nothing is answered without documents, and the trace says so. `DocumentRetriever` and `answer_query`
+are also i-MedRAG's per-query RAG."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.core.models import Answer, Case, Evidence, Trace
+from clinrag.core.usage import Usage
+from clinrag.knowledge.base import KnowledgeBase, SearchMode
+from clinrag.knowledge.tagging import Tagger
+from clinrag.llm.base import ChatModel, ChatRequest
+from clinrag.methods.base import Method, MethodContext, MethodSpec
+from clinrag.methods.options import AnswerMode, answer_case
+from clinrag.tasks.prompts import task_prompt
+from clinrag.tasks.render import case_text
+
+NOTHING_FOUND = "No relevant documents were found for this question."
+
+QUERY_PROMPT = """Here are documents that may help:
+{documents}
+
+Answer the question briefly (one or two sentences), using the documents. If they do not contain the answer, \
+say so.
+
+Question: {query}"""
+
+
+class RAGConfig(BaseModel):
+    """`rag` parameters (`--param name=value`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    k: int = Field(default=5, ge=1, le=64)  # documents retrieved (MedRAG's N)
+    retriever: SearchMode = "rrf"
+    answer: AnswerMode = "score"  # options: by likelihood, or generated and parsed
+    max_tokens: int = Field(default=256, ge=1)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> RAGConfig:
+        try:
+            return cls(**params)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise InvalidInputError(f"invalid rag parameters: {problems}") from None
+
+
+class DocumentRetriever:
+    """Top-k documents of a corpus for a query, as evidence, with the record of how they were found."""
+
+    def __init__(
+        self, corpus: KnowledgeBase, *, k: int, retriever: SearchMode, tagger: Tagger | None
+    ) -> None:
+        if retriever in ("concept", "hybrid") and tagger is None:
+            raise InvalidInputError(f"the {retriever} retriever needs a concept tagger")
+        self.corpus = corpus
+        self.k = k
+        self.retriever = retriever
+        self.tagger = tagger
+
+    def retrieve(self, query: str) -> tuple[list[Evidence], dict[str, Any]]:
+        search = self.corpus.search(query, k=self.k, mode=self.retriever, tagger=self.tagger)
+        record = {"retriever": self.retriever, "query_tags": search.query_tags, **search.record}
+        return search.evidence(), record
+
+    async def aretrieve(self, query: str) -> tuple[list[Evidence], dict[str, Any]]:
+        return await asyncio.to_thread(self.retrieve, query)
+
+
+def render_documents(documents: list[Evidence]) -> str:
+    return "\n".join(f"Document [{item.id}]: {item.text}" for item in documents)
+
+
+async def answer_query(
+    model: ChatModel, retriever: DocumentRetriever, query: str, trace: Trace, *, max_tokens: int
+) -> tuple[str, list[Evidence], Usage]:
+    """A short answer to one query from the documents retrieved for it; when nothing is retrieved the answer
+    says so, without a model call."""
+    with trace.step("query", query=query) as step:
+        documents, record = await retriever.aretrieve(query)
+        step.output = {"retrieval": record, "documents": [item.id for item in documents]}
+        if not documents:
+            step.output["answer"] = NOTHING_FOUND
+            return NOTHING_FOUND, [], Usage()
+        prompt = QUERY_PROMPT.format(documents=render_documents(documents), query=query)
+        completion = await model.acomplete(ChatRequest.of(prompt, max_tokens=max_tokens, temperature=0.0))
+        step.usage = completion.usage
+        step.output["answer"] = completion.text.strip()
+    return completion.text.strip(), documents, completion.usage
+
+
+def retrieval_query(case: Case) -> str:
+    """The question with its options (MedRAG retrieves with both)."""
+    options = " ".join(case.options.values())
+    return f"{case_text(case)} {options}".strip()
+
+
+class RAGMethod(Method):
+    name = "rag"
+
+    def __init__(
+        self, model: ChatModel, retriever: DocumentRetriever, config: RAGConfig | None = None
+    ) -> None:
+        self.model = model
+        self.retriever = retriever
+        self.config = config or RAGConfig()
+
+    def answer(self, case: Case) -> Answer:
+        return asyncio.run(self.aanswer(case))
+
+    async def aanswer(self, case: Case) -> Answer:
+        answer = Answer(case_id=case.id, method=self.name)
+        with answer.trace.step("retrieve", k=self.config.k) as step:
+            documents, record = await self.retriever.aretrieve(retrieval_query(case))
+            step.output = {**record, "documents": [item.id for item in documents]}
+            if not documents:
+                step.output["note"] = NOTHING_FOUND
+        answer.evidence = documents
+        prompt = task_prompt(case)
+        context = render_documents(documents) if documents else None
+        request = ChatRequest.of(
+            prompt.render(case, context),
+            system=prompt.system,
+            max_tokens=self.config.max_tokens,
+            temperature=0.0,
+        )
+        await answer_case(self.model, request, case, prompt, answer, self.config.answer)
+        return answer
+
+
+def build_retriever(
+    context: MethodContext, corpus: str | None, k: int, retriever: SearchMode
+) -> DocumentRetriever:
+    """The retriever over the corpus at `corpus` (else CLINRAG_KB_PATH), with the configured tagger where the
+    retriever is concept-constrained."""
+    from clinrag.knowledge.factory import build_tagger
+
+    knowledge = context.knowledge_base(corpus, param="corpus")
+    tagger = build_tagger(context.settings, context.embedder) if retriever in ("concept", "hybrid") else None
+    return DocumentRetriever(knowledge, k=k, retriever=retriever, tagger=tagger)
+
+
+def build(context: MethodContext) -> RAGMethod:
+    params = dict(context.params)
+    corpus = params.pop("corpus", None)
+    config = RAGConfig.from_params(params)
+    retriever = build_retriever(context, corpus, config.k, config.retriever)
+    return RAGMethod(context.chat_model, retriever, config)
+
+
+SPEC = MethodSpec(
+    name="rag",
+    description="vanilla RAG (MedRAG): N documents from a corpus index, then the answer",
+    build=build,
+    uses_llm=True,
+)
