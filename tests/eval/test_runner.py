@@ -38,6 +38,8 @@ def test_knn_vote_on_ddxplus_then_resume_runs_nothing(runner: EvalRunner, tmp_pa
     again = runner.run(request)
     assert (again.ran, again.skipped) == (0, 120)
     assert len(run_dir.results()) == 120
+    # The resumed run's wall time includes the first invocation's, not only its own (near-zero) time.
+    assert again.summary.wall_s >= summary.wall_s > 0
 
 
 def test_a_torn_last_line_is_dropped_and_its_case_rerun(runner: EvalRunner, tmp_path: Path) -> None:

@@ -97,6 +97,9 @@ class RunDirectory:
     def summary(self) -> RunSummary:
         return self._read_model(SUMMARY_FILE, RunSummary)
 
+    def has_summary(self) -> bool:
+        return (self.path / SUMMARY_FILE).is_file()
+
     def write_config(self, config: RunConfig) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         write_json(self.path / CONFIG_FILE, config.model_dump(mode="json"))

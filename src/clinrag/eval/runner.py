@@ -98,9 +98,11 @@ class EvalRunner:
         done = {r.case_id for r in run_dir.results()}
         todo = [case for case in cases if case.id not in done]
         run_id = uuid.uuid4().hex[:12]
+        # A resumed run adds its time to that of the invocations that finished before it.
+        earlier_wall_s = run_dir.summary().wall_s if run_dir.has_summary() else 0.0
         started = time.perf_counter()
         await self._answer_all(method, todo, run_dir, run_id, request.concurrency)
-        summary = summarize(config, run_dir.results(), time.perf_counter() - started)
+        summary = summarize(config, run_dir.results(), earlier_wall_s + time.perf_counter() - started)
         run_dir.write_summary(summary)
         return RunOutcome(summary=summary, skipped=len(cases) - len(todo), ran=len(todo))
 
