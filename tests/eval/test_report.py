@@ -351,3 +351,46 @@ def test_report_without_runs_or_with_bad_win_matrix(tmp_path: Path, medqa_rows: 
     text = write_report([tmp_path / "a"], tmp_path / "out").read_text()
     assert "Paired comparisons" not in text  # a single run has nothing to pair with
     assert_valid_tables(text)
+
+
+def test_report_draws_the_grid_of_two_varied_parameters(tmp_path: Path, data_dir: Path):
+    rows = read_medqa(data_dir, 20)
+    right = correct(rows, longest_option)
+    expected = {}
+    dirs = []
+    for m in (1, 2, 3):
+        for n in (1, 2):
+            fail = frozenset(range(m * n))  # a cell's first m·n cases error out and score 0
+            path = tmp_path / f"imedrag-{m}x{n}"
+            run = build_medqa_run(
+                path, rows, "imedrag", longest_option, params={"iterations": m, "queries": n}, fail=fail
+            )
+            if (m, n) == (3, 2):  # served from the response cache: still one request per case
+                results = run.results()
+                run.results_path.unlink()
+                for result in results:
+                    result.answer.usage = Usage(cache_hits=1)
+                    run.append(result)
+            expected[m, n] = np.mean([0 if i in fail else right[i] for i in range(len(rows))])
+            dirs.append(path)
+    build_medqa_run(tmp_path / "rag", rows, "rag", shortest_option, params={"k": 5})
+    dirs.append(tmp_path / "rag")
+
+    out = tmp_path / "out"
+    text = write_report(dirs, out).read_text()
+    tables = assert_valid_tables(text)
+    assert "### imedrag (none): accuracy by iterations × queries" in text
+    grid_table = next(t for t in tables if t[0][0] == "queries \\ iterations")
+    assert grid_table[0][1:] == ["1", "2", "3"]
+    for row in grid_table[1:]:
+        n = int(row[0])
+        for m, cell in zip((1, 2, 3), row[1:], strict=True):
+            assert cell == f"{expected[m, n]:.3f} (1.0 calls)"
+    runs_table = tables[0]
+    assert "cache hits/case" in runs_table[0]
+    assert "d0-medqa-grid0.png" in images(text)
+    assert_png(out / "d0-medqa-grid0.png")
+
+    (grid,) = plots.param_grids([(RunDirectory(d).config(), _summary(d)) for d in dirs], "accuracy")
+    assert (grid.x, grid.y, grid.xs, grid.ys) == ("iterations", "queries", [1.0, 2.0, 3.0], [1.0, 2.0])
+    assert grid.means[1, 2] == pytest.approx(expected[3, 2])

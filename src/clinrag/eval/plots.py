@@ -121,7 +121,7 @@ def k_series(runs: Sequence[tuple[str, RunConfig, RunSummary]]) -> dict[str, lis
     grouped: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for _, config, summary in runs:
         k = config.method_params.get("k")
-        if isinstance(k, int | float) and not isinstance(k, bool):
+        if _numeric(k):
             grouped[f"{config.method} ({config.model})"][float(k)].append(summary.tokens_per_case)
     return {
         name: sorted((k, float(np.mean(tokens))) for k, tokens in by_k.items())
@@ -144,6 +144,79 @@ def tokens_vs_k(series: Mapping[str, Sequence[tuple[float, float]]], out: Path) 
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, out)
+
+
+@dataclass(frozen=True)
+class ParamGrid:
+    """A metric's mean over runs of one method that differ in exactly two numeric parameters."""
+
+    method: str
+    x: str
+    y: str
+    xs: list[float]
+    ys: list[float]
+    means: np.ndarray  # [len(ys), len(xs)]; NaN where no run has that pair
+    calls: np.ndarray  # model requests per case (calls + cache hits), same shape
+
+
+def param_grids(runs: Sequence[tuple[RunConfig, RunSummary]], metric: str) -> list[ParamGrid]:
+    """One grid per method and model whose runs vary in exactly two numeric parameters (i-MedRAG Fig. 3).
+
+    Every run must set both parameters and agree on all the others; a grid needs two or more values of
+    each. Runs with the same pair are averaged.
+    """
+    grouped: dict[str, list[tuple[dict[str, Any], RunSummary]]] = defaultdict(list)
+    for config, summary in runs:
+        if metric in summary.metrics:
+            grouped[f"{config.method} ({config.model})"].append((config.method_params, summary))
+    grids = []
+    for method, members in grouped.items():
+        names = set().union(*(params for params, _ in members))
+        varying = sorted(name for name in names if len({repr(p.get(name)) for p, _ in members}) > 1)
+        if len(varying) != 2 or not all(_numeric(p.get(n)) for p, _ in members for n in varying):
+            continue
+        x, y = varying
+        xs = sorted({float(p[x]) for p, _ in members})
+        ys = sorted({float(p[y]) for p, _ in members})
+        if len(xs) < 2 or len(ys) < 2:
+            continue
+        cells: dict[tuple[int, int], list[RunSummary]] = defaultdict(list)
+        for params, summary in members:
+            cells[ys.index(float(params[y])), xs.index(float(params[x]))].append(summary)
+        means, calls = np.full((len(ys), len(xs)), np.nan), np.full((len(ys), len(xs)), np.nan)
+        for cell, summaries in cells.items():
+            means[cell] = np.mean([s.metrics[metric].mean for s in summaries])
+            calls[cell] = np.mean([_requests_per_case(s) for s in summaries])
+        grids.append(ParamGrid(method, x, y, xs, ys, means, calls))
+    return grids
+
+
+def param_grid_heatmap(grid: ParamGrid, out: Path, *, metric: str) -> Path:
+    """The grid as a heatmap: each cell the metric's mean and the model requests per case."""
+    fig, ax = _subplots(figsize=(1.3 * len(grid.xs) + 3, 1.1 * len(grid.ys) + 2))
+    image = ax.imshow(np.ma.masked_invalid(grid.means), cmap="viridis", origin="lower")
+    for i in range(len(grid.ys)):
+        for j in range(len(grid.xs)):
+            if not np.isnan(grid.means[i, j]):
+                label = f"{grid.means[i, j]:.3f}\n{grid.calls[i, j]:.1f} calls"
+                ax.text(j, i, label, ha="center", va="center", fontsize=8, color="white")
+    ax.set_xticks(range(len(grid.xs)), [f"{v:g}" for v in grid.xs])
+    ax.set_yticks(range(len(grid.ys)), [f"{v:g}" for v in grid.ys])
+    ax.set_xlabel(grid.x)
+    ax.set_ylabel(grid.y)
+    ax.set_title(f"{grid.method}: {metric}")
+    fig.colorbar(image, ax=ax, label=metric)
+    return _save(fig, out)
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _requests_per_case(summary: RunSummary) -> float:
+    # A request served from the response cache is still one the method made.
+    requests = summary.usage.calls + summary.usage.cache_hits
+    return requests / summary.n_finished if summary.n_finished else 0.0
 
 
 def umap_projection(

@@ -123,19 +123,25 @@ def _dataset_section(dataset: str, runs: list[_Run], out_dir: Path, stem: str) -
     lines += _derived_win_matrix(runs, comparisons, headline, out_dir, stem)
     lines += _turn_section(runs, out_dir, stem)
     lines += _k_section(runs, out_dir, stem)
+    lines += _grid_section(runs, headline, out_dir, stem)
     return lines
 
 
 def _runs_table(runs: list[_Run]) -> list[str]:
     metrics = ordered_metrics(name for run in runs for name in run.summary.metrics)
     header = ["run", "dataset", "method", "model", "n", "errors", *metrics]
-    header += ["calls/case", "tokens/case", "wall s"]
+    # Requests served from the response cache cost neither a call nor tokens; shown when there were any.
+    cached = any(run.summary.usage.cache_hits for run in runs)
+    header += ["calls/case", *(["cache hits/case"] if cached else []), "tokens/case", "wall s"]
     rows = []
     for run in runs:
         s = run.summary
         cells = [run.label, s.dataset, s.method, s.model, f"{s.n_finished}/{s.n_cases}", str(s.n_errors)]
         cells += [_metric_cell(s.metrics.get(name)) for name in metrics]
-        cells += [f"{s.calls_per_case:.2f}", f"{s.tokens_per_case:.1f}", f"{s.wall_s:.1f}"]
+        cells.append(f"{s.calls_per_case:.2f}")
+        if cached:
+            cells.append(f"{s.usage.cache_hits / s.n_finished if s.n_finished else 0.0:.2f}")
+        cells += [f"{s.tokens_per_case:.1f}", f"{s.wall_s:.1f}"]
         rows.append(cells)
     return _table(header, rows)
 
@@ -232,6 +238,28 @@ def _k_section(runs: list[_Run], out_dir: Path, stem: str) -> list[str]:
         return []
     image = plots.tokens_vs_k(series, out_dir / f"{stem}-tokens-vs-k.png")
     return ["### Token cost vs k", "", f"![tokens per case vs k]({image.name})", ""]
+
+
+def _grid_section(runs: list[_Run], headline: str | None, out_dir: Path, stem: str) -> list[str]:
+    if headline is None:
+        return []
+    lines = []
+    for index, grid in enumerate(plots.param_grids([(r.config, r.summary) for r in runs], headline)):
+        image = plots.param_grid_heatmap(grid, out_dir / f"{stem}-grid{index}.png", metric=headline)
+        header = [f"{grid.y} \\ {grid.x}", *(f"{v:g}" for v in grid.xs)]
+        rows = [
+            [
+                f"{y:g}",
+                *(
+                    "—" if np.isnan(m) else f"{m:.3f} ({c:.1f} calls)"
+                    for m, c in zip(means, calls, strict=True)
+                ),
+            ]
+            for y, means, calls in zip(grid.ys, grid.means, grid.calls, strict=True)
+        ]
+        lines += [f"### {grid.method}: {headline} by {grid.x} × {grid.y}", "", *_table(header, rows), ""]
+        lines += [f"![{headline} grid]({image.name})", ""]
+    return lines
 
 
 def _given_win_matrix_section(win_matrix: dict, out_dir: Path) -> list[str]:

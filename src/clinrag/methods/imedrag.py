@@ -178,13 +178,14 @@ class IMedRAGMethod(Method):
             if history
             else FIRST_QUERIES.format(question=question, n=n)
         )
-        if self.config.adaptive_stop and history:
+        asks_if_enough = self.config.adaptive_stop and bool(history)
+        if asks_if_enough:
             text += ADAPTIVE
         request = ChatRequest.of(
             text,
             max_tokens=self.config.query_tokens,
             temperature=0.0,
-            json_schema=followup_schema(n, self.config.adaptive_stop and bool(history)),
+            json_schema=followup_schema(n, asks_if_enough),
         )
         with answer.trace.step("imedrag.queries", iteration=iteration, history=len(history)) as step:
             completion = await self.model.acomplete(request)
@@ -195,7 +196,7 @@ class IMedRAGMethod(Method):
             except StructuredOutputError as exc:
                 step.output = {"error": str(exc), "raw": completion.text}
                 return None
-            step.output = followup.model_dump()
+            step.output = followup.model_dump(exclude=None if asks_if_enough else {"enough_information"})
         return followup
 
     def _new_queries(
