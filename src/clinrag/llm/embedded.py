@@ -61,8 +61,16 @@ class EmbeddedLlama(ChatModel):
         if not path.is_file():
             raise ModelUnavailableError(f"model file not found: {path}")
         try:
+            # Batched prompt evaluation gets the same thread count: llama-cpp-python's default (every CPU)
+            # oversubscribes the cores when several processes share a machine, and its spinning threads
+            # then slow prompt evaluation several-fold.
             self._llm = Llama(
-                model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                seed=seed,
+                verbose=False,
             )
         except (ValueError, RuntimeError) as exc:
             raise ModelUnavailableError(f"llama.cpp could not load {path}: {exc}") from exc
