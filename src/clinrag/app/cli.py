@@ -15,6 +15,7 @@ from clinrag.app.consult_commands import consult
 from clinrag.app.eval_commands import eval_app
 from clinrag.app.kb_commands import kb_app
 from clinrag.app.patient_commands import patients_app
+from clinrag.app.terms_commands import terms_app
 from clinrag.core.errors import ClinragError
 
 app = typer.Typer(
@@ -27,6 +28,7 @@ app.add_typer(llm_app, name="llm")
 app.add_typer(kb_app, name="kb")
 app.add_typer(patients_app, name="patients")
 app.add_typer(eval_app, name="eval")
+app.add_typer(terms_app, name="terms")
 app.command("consult")(consult)
 
 

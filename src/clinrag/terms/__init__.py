@@ -1,1 +1,1 @@
-"""Terminology: ICD-10 chapters (and later MeSH)."""
+"""Terminology: ICD-10 chapters, the MeSH descriptor index and the name → descriptor mapper."""
