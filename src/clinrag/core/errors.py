@@ -53,3 +53,7 @@ class IndexMismatchError(ClinragError):
 
 class DataFormatError(ClinragError):
     """An input data file cannot be read at all (missing, not UTF-8, no valid records)."""
+
+
+class GraphUnavailableError(ClinragError):
+    """The graph server cannot be started or reached (not running, died, timed out)."""

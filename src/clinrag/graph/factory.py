@@ -1,0 +1,46 @@
+"""`open_graph`: the graph store a URI names, or clinrag's own FalkorDB server when there is none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from clinrag.core.errors import ConfigError
+from clinrag.graph.store import GraphStore
+
+FALKORDB_SCHEMES = ("redis", "rediss", "falkor", "falkors", "unix")
+NEO4J_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+
+
+def open_graph(
+    uri: str | None = None,
+    data_dir: str | Path | None = None,
+    *,
+    graph: str = "clinrag",
+    **options: Any,
+) -> GraphStore:
+    """Open a graph store.
+
+    - no `uri`: start (or join) the packaged FalkorDB server on `data_dir` (default: under clinrag's home);
+    - `redis://`, `falkor://`, `unix://` (and TLS variants): a running FalkorDB server, graph `graph`;
+    - `bolt://`, `neo4j://` (and TLS variants): a Neo4j server; credentials may sit in the URI.
+
+    `options` go to the backend (e.g. `auth=`, `database=` for Neo4j, `start_timeout_s=` for the server).
+    """
+    if not uri:
+        from clinrag.graph.falkordb_store import FalkorDBStore
+
+        return FalkorDBStore.embedded(data_dir, graph, **options)
+    scheme = uri.split("://", 1)[0].lower() if "://" in uri else ""
+    if scheme in FALKORDB_SCHEMES:
+        from clinrag.graph.falkordb_store import FalkorDBStore
+
+        return FalkorDBStore(uri, graph, **options)
+    if scheme in NEO4J_SCHEMES:
+        from clinrag.graph.neo4j_store import Neo4jStore
+
+        return Neo4jStore(uri, **options)
+    raise ConfigError(
+        f"unsupported graph URI {uri!r}: use one of "
+        f"{', '.join(s + '://' for s in FALKORDB_SCHEMES + NEO4J_SCHEMES)}, or none for the packaged server"
+    )
