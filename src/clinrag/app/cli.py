@@ -13,6 +13,7 @@ from rich.table import Table
 from clinrag.app.common import err, out, settings_from, usage_table
 from clinrag.app.consult_commands import consult
 from clinrag.app.eval_commands import eval_app
+from clinrag.app.graph_commands import graph_app
 from clinrag.app.kb_commands import kb_app
 from clinrag.app.patient_commands import patients_app
 from clinrag.app.terms_commands import terms_app
@@ -29,6 +30,7 @@ app.add_typer(kb_app, name="kb")
 app.add_typer(patients_app, name="patients")
 app.add_typer(eval_app, name="eval")
 app.add_typer(terms_app, name="terms")
+app.add_typer(graph_app, name="graph")
 app.command("consult")(consult)
 
 

@@ -1,0 +1,79 @@
+"""The disease table of `faker-healthcare-provider`: 158 common diseases in English, French and Chinese,
+aligned row by row, each with an ICD-10 code, symptoms, medications and a medical specialty.
+
+Mapped: symptoms → HAS_SYMPTOM, medications → RECOMMEND_DRUG. The specialty (a department) fits no label of
+the schema: it is counted as skipped and written into the description, with the ICD-10 title and the
+disease's names in the other languages (the row's names, when the rows carry the same ICD-10 code).
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from typing import Any
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.graph.importers.ddxplus import icd10_description
+from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, clean_name
+from clinrag.graph.schema import Relation
+
+LANGUAGES = ("en", "fr", "zh")
+SPECIALTY = "medical specialties (departments): no label in the schema; kept in the description"
+NO_NAME = "diseases without a name"
+NO_RELATION = "diseases without symptoms or medications"
+_LANGUAGE_NAMES = {"en": "English", "fr": "French", "zh": "Chinese"}
+
+
+def source_name(language: str) -> str:
+    return "faker-diseases" if language == "en" else f"faker-diseases-{language}"
+
+
+def faker_table(language: str) -> dict[str, Any]:
+    if language == "fr":
+        from faker_healthcare.fr_FR.disease_correlations import DISEASE_CORRELATIONS
+    elif language == "zh":
+        from faker_healthcare.zh_CN.disease_correlations import DISEASE_CORRELATIONS
+    elif language == "en":
+        from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
+    else:
+        raise InvalidInputError(f"the faker disease table has no language {language!r}: {LANGUAGES}")
+    return DISEASE_CORRELATIONS
+
+
+def read_faker_diseases(language: str = "en", *, limit: int | None = None) -> SourceRecords:
+    """At most `limit` diseases of the table in `language` (names, symptoms and drugs in that language)."""
+    table = faker_table(language)
+    others = {lang: list(faker_table(lang).items()) for lang in LANGUAGES if lang != language}
+    name = source_name(language)
+    fingerprint = f"faker-healthcare-provider={version('faker-healthcare-provider')}:limit={limit}"
+    result = SourceRecords(name, f"packaged:{name}", fingerprint)
+    result.notes.append("specialty kept in Disease.description, not as a relation")
+    for row, (disease, entry) in enumerate(table.items()):
+        if limit is not None and result.read >= limit:
+            break
+        result.read += 1
+        key = f"{row}:{entry.get('icd10', '')}"
+        disease_name = clean_name(disease)
+        if disease_name is None:
+            result.skips.add(NO_NAME, key)
+            continue
+        record = DiseaseRecord(key, disease_name, _description(row, entry, others))
+        for symptom in entry.get("symptoms") or []:
+            record.add(Relation.HAS_SYMPTOM, symptom, result.skips)
+        for drug in entry.get("medications") or []:
+            record.add(Relation.RECOMMEND_DRUG, drug, result.skips)
+        if entry.get("medical_specialty"):
+            result.skips.add(SPECIALTY, key)
+        result.keep(record, NO_RELATION)
+    return result
+
+
+def _description(row: int, entry: dict[str, Any], others: dict[str, list[tuple[str, Any]]]) -> str | None:
+    code = str(entry.get("icd10") or "")
+    parts = [icd10_description(code)]
+    if specialty := clean_name(entry.get("medical_specialty")):
+        parts.append(f"Specialty: {specialty}")
+    for language, rows in others.items():
+        if row < len(rows) and rows[row][1].get("icd10") == code and (other := clean_name(rows[row][0])):
+            parts.append(f"{_LANGUAGE_NAMES[language]}: {other}")
+    text = ". ".join(p for p in parts if p)
+    return f"{text}." if text else None

@@ -1,0 +1,259 @@
+"""The resumable batch loader: disease records of several sources into the graph, with a counts report.
+
+Each source's diseases are written in batches (UNWIND + MERGE through the schema helpers): the diseases, then
+their neighbours by label, then the edges. After each batch a checkpoint file records it as done with what it
+added, so a rerun after an interruption skips the finished batches (and finished sources); a batch cut short
+is simply written again, which MERGE makes harmless (what it had created before the cut is in the graph but
+not in the source's "added" numbers, which come from the checkpoint). At the end, nodes left without any
+relation are removed and the graph is counted per label and per relation.
+
+Names are canonicalised: a name that normalises like an existing node's (case, accents, punctuation, as the
+keyword matcher does) is written as that node's name, so "Chest Pain" from one source and "Chest pain" from
+another are one Symptom. A disease keeps the first description it was given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from clinrag.graph.importers.records import DiseaseRecord, SourceRecords
+from clinrag.graph.matching import normalize
+from clinrag.graph.schema import (
+    TRIPLE_TYPE,
+    Label,
+    Relation,
+    counts,
+    ensure_schema,
+    merge_nodes,
+    merge_relations,
+    remove_isolated_nodes,
+)
+from clinrag.graph.store import GraphStore
+
+CHECKPOINT_VERSION = 1
+DEFAULT_BATCH_SIZE = 200  # diseases per batch (and checkpoint step)
+ROWS_PER_WRITE = 1000  # rows per UNWIND query
+BatchCallback = Callable[[str, int, int], None]  # (source name, batch index, number of batches)
+_DESCRIBED = "MATCH (d:Disease) WHERE d.name IN $names AND d.description IS NOT NULL RETURN d.name AS name"
+
+
+@dataclass
+class SourceReport:
+    name: str
+    spec: str
+    records_read: int
+    diseases: int
+    edges_listed: int  # (disease, relation, neighbour) triples the source gave, before merging
+    batches: int
+    resumed_batches: int  # batches a previous run had finished
+    nodes_added: dict[str, int]
+    edges_added: dict[str, int]
+    skipped: dict[str, int]
+    skip_examples: dict[str, list[str]]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ImportReport:
+    sources: list[SourceReport]
+    nodes: dict[str, int]  # the whole graph after the import, per label
+    relations: dict[str, int]  # and per relation
+    isolated_removed: int
+    wall_time_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["total_nodes"] = sum(self.nodes.values())
+        data["total_relations"] = sum(self.relations.values())
+        return data
+
+
+class Checkpoint:
+    """Finished batches per source, in a JSON file written atomically after every batch."""
+
+    def __init__(self, path: Path, graph_id: str) -> None:
+        self.path = path
+        self.graph_id = graph_id
+        self.sources: dict[str, dict[str, Any]] = {}
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if (
+            isinstance(raw, dict)
+            and raw.get("version") == CHECKPOINT_VERSION
+            and raw.get("graph") == graph_id
+            and isinstance(raw.get("sources"), dict)
+        ):
+            self.sources = raw["sources"]
+
+    def entry(self, name: str, fingerprint: str) -> dict[str, Any]:
+        """The source's progress; started afresh when the source or the batching has changed."""
+        entry = self.sources.get(name)
+        if not isinstance(entry, dict) or entry.get("fingerprint") != fingerprint:
+            entry = self.sources[name] = {"fingerprint": fingerprint, "batches": {}, "complete": False}
+        return entry
+
+    def has_work(self) -> bool:
+        return any(entry.get("batches") for entry in self.sources.values())
+
+    def reset(self) -> None:
+        self.sources = {}
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        payload = {"version": CHECKPOINT_VERSION, "graph": self.graph_id, "sources": self.sources}
+        tmp.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+
+class NameRegistry:
+    """Normalised name → the node name used for it, per label: the graph's names first, then first seen."""
+
+    def __init__(self, store: GraphStore) -> None:
+        self.store = store
+        self._names: dict[Label, dict[str, str]] = {}
+
+    def canonical(self, label: Label, name: str) -> str:
+        if label not in self._names:
+            rows = self.store.query(f"MATCH (n:{label}) RETURN n.name AS name ORDER BY name")
+            self._names[label] = {}
+            for row in rows:
+                if isinstance(row["name"], str):
+                    self._names[label].setdefault(normalize(row["name"]) or row["name"], row["name"])
+        return self._names[label].setdefault(normalize(name) or name, name)
+
+
+def canonical_records(records: Iterable[DiseaseRecord], registry: NameRegistry) -> list[DiseaseRecord]:
+    """The records with canonical names; diseases that become one are merged (first description kept)."""
+    merged: dict[str, DiseaseRecord] = {}
+    for record in records:
+        name = registry.canonical(Label.DISEASE, record.name)
+        target = merged.setdefault(name, DiseaseRecord(record.key, name, record.description))
+        target.description = target.description or record.description
+        for relation, tails in record.relations.items():
+            label = TRIPLE_TYPE[relation].target
+            known = target.relations.setdefault(relation, [])
+            for tail in tails:
+                canonical = registry.canonical(label, tail)
+                if canonical not in known and not (label is Label.DISEASE and canonical == name):
+                    known.append(canonical)
+    return list(merged.values())
+
+
+def write_batch(store: GraphStore, batch: Sequence[DiseaseRecord]) -> dict[str, dict[str, int]]:
+    """Write one batch of (canonical) records; returns the nodes and edges it created, by label / type."""
+    names = [record.name for record in batch]
+    described = {row["name"] for row in store.query(_DESCRIBED, {"names": names})}
+    rows = [{"name": r.name, "description": None if r.name in described else r.description} for r in batch]
+    nodes = {str(Label.DISEASE): merge_nodes(store, Label.DISEASE, rows, batch_size=ROWS_PER_WRITE)}
+    for relation in Relation:
+        label = TRIPLE_TYPE[relation].target
+        tails = dict.fromkeys(tail for record in batch for tail in record.relations.get(relation, []))
+        if tails:
+            created = merge_nodes(store, label, list(tails), batch_size=ROWS_PER_WRITE)
+            nodes[str(label)] = nodes.get(str(label), 0) + created
+    edges = {}
+    for relation in Relation:
+        pairs = [(record.name, tail) for record in batch for tail in record.relations.get(relation, [])]
+        if pairs:
+            edges[str(relation)] = merge_relations(store, relation, pairs, batch_size=ROWS_PER_WRITE)
+    return {"nodes": nodes, "edges": edges}
+
+
+def load_sources(
+    store: GraphStore,
+    sources: Sequence[SourceRecords],
+    checkpoint_path: str | Path,
+    *,
+    graph_id: str,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: bool = True,
+    on_batch: BatchCallback | None = None,
+) -> ImportReport:
+    """Import `sources` in order, resuming from `checkpoint_path` (see the module docstring).
+
+    `graph_id` names the graph the checkpoint belongs to: a checkpoint of another graph is ignored, and so is
+    one whose graph is empty (its data was wiped). `on_batch` is called after each finished batch."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    started = time.perf_counter()
+    ensure_schema(store)
+    checkpoint = Checkpoint(Path(checkpoint_path), graph_id)
+    if checkpoint.has_work() and not store.query("MATCH (n) RETURN n LIMIT 1"):
+        checkpoint.reset()
+    reports = [_load_source(store, source, checkpoint, batch_size, progress, on_batch) for source in sources]
+    removed = remove_isolated_nodes(store)
+    final = counts(store)
+    return ImportReport(
+        sources=reports,
+        nodes={str(label): n for label, n in final.nodes.items()},
+        relations={str(relation): n for relation, n in final.relations.items()},
+        isolated_removed=removed,
+        wall_time_s=round(time.perf_counter() - started, 3),
+    )
+
+
+def _load_source(
+    store: GraphStore,
+    source: SourceRecords,
+    checkpoint: Checkpoint,
+    batch_size: int,
+    progress: bool,
+    on_batch: BatchCallback | None,
+) -> SourceReport:
+    entry = checkpoint.entry(source.name, f"{source.fingerprint}:batch={batch_size}")
+    done: dict[str, dict[str, dict[str, int]]] = entry["batches"]
+    resumed = len(done)
+    if not entry["complete"]:
+        records = canonical_records(source.records, NameRegistry(store))
+        batches = [records[i : i + batch_size] for i in range(0, len(records), batch_size)]
+        with tqdm(
+            total=len(batches), initial=resumed, desc=source.name, unit="batch", disable=not progress
+        ) as bar:
+            for index, batch in enumerate(batches):
+                if str(index) in done:
+                    continue
+                done[str(index)] = write_batch(store, batch)
+                checkpoint.save()
+                bar.update(1)
+                if on_batch is not None:
+                    on_batch(source.name, index, len(batches))
+        entry.update(
+            complete=True,
+            diseases=len(records),
+            edges_listed=sum(record.edge_count for record in records),
+            n_batches=len(batches),
+        )
+        checkpoint.save()
+    return SourceReport(
+        name=source.name,
+        spec=source.spec,
+        records_read=source.read,
+        diseases=entry["diseases"],
+        edges_listed=entry["edges_listed"],
+        batches=entry["n_batches"],
+        resumed_batches=resumed,
+        nodes_added=_sum(stats["nodes"] for stats in done.values()),
+        edges_added=_sum(stats["edges"] for stats in done.values()),
+        skipped=dict(source.skips.counts),
+        skip_examples=dict(source.skips.examples),
+        notes=list(source.notes),
+    )
+
+
+def _sum(parts: Iterable[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for part in parts:
+        for key, value in part.items():
+            total[key] = total.get(key, 0) + value
+    return total

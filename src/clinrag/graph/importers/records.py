@@ -1,0 +1,86 @@
+"""What every importer produces: diseases with their schema relations, and what it skipped and why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from clinrag.graph.schema import MAX_NAME_CHARS, TRIPLE_TYPE, Label, Relation
+
+MAX_EXAMPLES = 3
+EMPTY_NAME = "empty names"
+LONG_NAME = f"names longer than {MAX_NAME_CHARS} characters"
+SELF_COMORBIDITY = "comorbidity of a disease with itself"
+
+
+def clean_name(text: object) -> str | None:
+    """Whitespace collapsed; None for a non-string, an empty or an over-long name."""
+    if not isinstance(text, str):
+        return None
+    cleaned = " ".join(text.split())
+    return cleaned if cleaned and len(cleaned) <= MAX_NAME_CHARS else None
+
+
+@dataclass
+class Skips:
+    """Skipped items by reason: how many, and the first few places (record keys) for the report."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, reason: str, where: str, n: int = 1) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + n
+        shown = self.examples.setdefault(reason, [])
+        if len(shown) < MAX_EXAMPLES:
+            shown.append(where)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+@dataclass
+class DiseaseRecord:
+    """One disease: its name, an optional description, and its neighbours by relation (names)."""
+
+    key: str  # where it came from in the source, e.g. "OMIM:100070"
+    name: str
+    description: str | None = None
+    relations: dict[Relation, list[str]] = field(default_factory=dict)
+
+    def add(self, relation: Relation, target: object, skips: Skips) -> None:
+        """Add one neighbour; an unusable name is counted in `skips` instead."""
+        name = clean_name(target)
+        if name is None:
+            reason = LONG_NAME if isinstance(target, str) and target.strip() else EMPTY_NAME
+            skips.add(f"{relation} targets: {reason}", self.key)
+            return
+        if TRIPLE_TYPE[relation].target is Label.DISEASE and name == self.name:
+            skips.add(SELF_COMORBIDITY, self.key)
+            return
+        targets = self.relations.setdefault(relation, [])
+        if name not in targets:
+            targets.append(name)
+
+    @property
+    def edge_count(self) -> int:
+        return sum(len(targets) for targets in self.relations.values())
+
+
+@dataclass
+class SourceRecords:
+    """An importer's output for one source, fully read (sources here are at most a few 100k edges)."""
+
+    name: str  # short source name, e.g. "ddxplus", "hpo-diseases"
+    spec: str  # the source as the user gave it, e.g. "ddxplus:/data/ddxplus"
+    fingerprint: str  # changes whenever the records would (data files, package version, limit)
+    records: list[DiseaseRecord] = field(default_factory=list)
+    read: int = 0  # records read from the source, kept or not
+    skips: Skips = field(default_factory=Skips)
+    notes: list[str] = field(default_factory=list)  # choices the importer made, for the report
+
+    def keep(self, record: DiseaseRecord, no_relation_reason: str) -> None:
+        """Keep a disease that has at least one relation; one without is skipped (it would be isolated)."""
+        if record.edge_count:
+            self.records.append(record)
+        else:
+            self.skips.add(no_relation_reason, record.key)

