@@ -95,6 +95,10 @@ class Settings(BaseSettings):
     embed_threads: int = Field(default=0, ge=0)  # local ONNX model; 0 = one thread per physical core
     embed_cache_enabled: bool = True
 
+    # Disease graph: a FalkorDB (redis://, falkor://, unix://) or Neo4j (bolt://, neo4j://) server; none: the
+    # packaged FalkorDB server, started by clinrag under <home>/graph/falkordb
+    graph_uri: str | None = None
+
     # Knowledge base
     kb_path: Path | None = None
     # The paper's LLM tagger needs a capable model; with the tiny embedded one it tags nearly everything

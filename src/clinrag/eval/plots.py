@@ -199,7 +199,9 @@ def param_grid_heatmap(grid: ParamGrid, out: Path, *, metric: str) -> Path:
         for j in range(len(grid.xs)):
             if not np.isnan(grid.means[i, j]):
                 label = f"{grid.means[i, j]:.3f}\n{grid.calls[i, j]:.1f} calls"
-                ax.text(j, i, label, ha="center", va="center", fontsize=8, color="white")
+                # dark text on the light (high) end of viridis, light text on the dark end
+                colour = "black" if image.norm(grid.means[i, j]) > 0.6 else "white"
+                ax.text(j, i, label, ha="center", va="center", fontsize=8, color=colour)
     ax.set_xticks(range(len(grid.xs)), [f"{v:g}" for v in grid.xs])
     ax.set_yticks(range(len(grid.ys)), [f"{v:g}" for v in grid.ys])
     ax.set_xlabel(grid.x)

@@ -1,0 +1,156 @@
+"""`deepdoctor`: DeepDoctor-RAG — the planner loop over the disease graph, then an answer from the evidence
+pack.
+
+The planner (`graph.planner`) chooses template actions round by round; the retrieval state becomes an
+evidence pack of graph facts and disease descriptions, plus the MeSH mappings of the diseases found (when a
+MeSH index is configured). The answer sees the numbered pack. The `strict` prompt
+(deployment) answers only from the evidence and abstains otherwise; the `unstrict` prompt (evaluation, as in
+the paper) lets the model use its own knowledge too. Tasks with options are answered by option scoring or by
+generation (`answer`); an abstention is a recorded `AnswerParseError` on the case, never a guessed option.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.core.models import Answer, Case
+from clinrag.graph.matching import NodeMatcher
+from clinrag.graph.planner import GraphPlanner, PlannerConfig, RetrievalState
+from clinrag.graph.store import GraphStore
+from clinrag.llm.base import ChatModel, ChatRequest
+from clinrag.methods.base import Method, MethodContext, MethodSpec
+from clinrag.methods.evidence_pack import EvidencePack, graph_evidence, mesh_evidence
+from clinrag.methods.options import AnswerMode, answer_case
+from clinrag.tasks.prompts import task_prompt
+from clinrag.tasks.render import case_text
+from clinrag.terms.mesh_mapper import MeshMapper
+
+STRICT = (
+    " Answer only from the numbered evidence given. If the evidence does not support an answer, reply "
+    "exactly: Insufficient evidence."
+)
+UNSTRICT = " Use the numbered evidence given where it helps; you may also use your own medical knowledge."
+ABSTAIN = "insufficient evidence"
+
+
+class DeepDoctorConfig(BaseModel):
+    """`deepdoctor` parameters (`--param name=value`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt: Literal["strict", "unstrict"] = "strict"
+    answer: AnswerMode = "score"
+    max_rounds: int = Field(default=3, ge=1, le=10)
+    max_actions: int = Field(default=3, ge=1, le=10)
+    min_match_count: int = Field(default=1, ge=1)
+    top_k_items: int = Field(default=10, ge=1, le=50)
+    max_facts: int = Field(default=80, ge=1)  # graph facts shown in the answer prompt
+    max_tokens: int = Field(default=256, ge=1)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> DeepDoctorConfig:
+        try:
+            return cls(**params)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise InvalidInputError(f"invalid deepdoctor parameters: {problems}") from None
+
+
+class DeepDoctorMethod(Method):
+    name = "deepdoctor"
+
+    def __init__(
+        self,
+        model: ChatModel,
+        store: GraphStore,
+        config: DeepDoctorConfig | None = None,
+        *,
+        mesh: MeshMapper | None = None,
+        graph_source: str = "graph",
+    ) -> None:
+        self.model = model
+        self.store = store
+        self.config = config or DeepDoctorConfig()
+        self.mesh = mesh
+        self.graph_source = graph_source
+        planner_config = PlannerConfig(
+            max_rounds=self.config.max_rounds,
+            max_actions=self.config.max_actions,
+            min_match_count=self.config.min_match_count,
+            top_k_items=self.config.top_k_items,
+        )
+        self.planner = GraphPlanner(model, store, NodeMatcher(store), planner_config)
+
+    def answer(self, case: Case) -> Answer:
+        return asyncio.run(self.aanswer(case))
+
+    async def aanswer(self, case: Case) -> Answer:
+        answer = Answer(case_id=case.id, method=self.name)
+        question = case_text(case)
+        run = await self.planner.run(question, answer.trace)
+        answer.usage += run.usage
+        with answer.trace.step("deepdoctor.planner", rounds=run.rounds) as step:
+            step.output = {"stop_reason": run.stop_reason, "facts": len(run.state.triples)}
+        pack = self._pack(run.state, answer)
+        answer.evidence = pack.evidence()
+        await self._answer(case, pack, answer)
+        return answer
+
+    def _pack(self, state: RetrievalState, answer: Answer) -> EvidencePack:
+        facts, descriptions = graph_evidence(state, self.graph_source)
+        pack = EvidencePack(facts=facts, descriptions=descriptions)
+        diseases = list(state.descriptions) or list(dict.fromkeys(t.head for t in state.triples))
+        if self.mesh is not None and diseases:
+            with answer.trace.step("deepdoctor.mesh", names=len(diseases)) as step:
+                mappings = self.mesh.map_many(diseases)
+                pack.terms = mesh_evidence(mappings)
+                step.output = {m.input: m.descriptor.ui if m.descriptor else None for m in mappings}
+        return pack
+
+    async def _answer(self, case: Case, pack: EvidencePack, answer: Answer) -> None:
+        prompt = task_prompt(case)
+        strict = self.config.prompt == "strict"
+        request = ChatRequest.of(
+            prompt.render(case, pack.render(self.config.max_facts) or "(no evidence was found)"),
+            system=prompt.system + (STRICT if strict else UNSTRICT),
+            max_tokens=self.config.max_tokens,
+            temperature=0.0,
+        )
+        if strict and self.config.answer == "score" and not pack.evidence():
+            # Scoring must pick an option; with nothing to answer from, the strict prompt abstains.
+            answer.error = "AnswerParseError: abstained: the graph returned no evidence"
+            answer.text = "Insufficient evidence."
+            return
+        await answer_case(self.model, request, case, prompt, answer, self.config.answer)
+        if strict and answer.error and ABSTAIN in answer.text.casefold():
+            answer.error = "AnswerParseError: abstained: the evidence does not support an answer"
+
+
+def build(context: MethodContext) -> DeepDoctorMethod:
+    from clinrag.graph.factory import open_graph
+
+    params = dict(context.params)
+    uri = params.pop("graph", None) or context.settings.graph_uri
+    mesh_path = params.pop("mesh", None)
+    config = DeepDoctorConfig.from_params(params)
+    store = open_graph(uri, context.settings.home / "graph" / "falkordb" if not uri else None)
+    mesh = None
+    default_mesh = context.settings.home / "mesh" / "mesh.sqlite"
+    if mesh_path or default_mesh.is_file():
+        from clinrag.terms.mesh import MeshIndex
+
+        mesh = MeshMapper(MeshIndex(Path(mesh_path) if mesh_path else default_mesh))
+    return DeepDoctorMethod(context.chat_model, store, config, mesh=mesh, graph_source=uri or "graph")
+
+
+SPEC = MethodSpec(
+    name="deepdoctor",
+    description="DeepDoctor-RAG: LLM-planned graph actions, then an answer from the evidence pack",
+    build=build,
+    uses_llm=True,
+)

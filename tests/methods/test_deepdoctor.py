@@ -1,0 +1,197 @@
+"""DeepDoctor-RAG over the DDXPlus disease graph imported into a live FalkorDB server, on real DDXPlus
+patients.
+
+Where the test must decide what the planner plans and what the model answers, a loopback server scripted by
+role stands in for a model server (the embedded model cannot be made to plan given actions or to abstain);
+the embedded model then runs the method once end to end."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clinrag.core.models import Case
+from clinrag.core.settings import Settings
+from clinrag.eval.datasets import load_dataset
+from clinrag.graph.falkordb_store import FalkorDBStore
+from clinrag.graph.importers import read_source
+from clinrag.graph.importers.loader import load_sources
+from clinrag.llm.openai_compat import OpenAICompatible
+from clinrag.methods.base import MethodContext
+from clinrag.methods.deepdoctor import DeepDoctorConfig, DeepDoctorMethod
+from clinrag.methods.registry import get_method
+from clinrag.terms.mesh import MeshIndex, build_mesh_index
+from clinrag.terms.mesh_mapper import MeshMapper
+from tests.openai_server import LoopbackServer, chat_body
+
+PLAN_PROMPT_START = "You look things up in a medical knowledge graph"
+
+
+@pytest.fixture(scope="module")
+def ddx_json(data_dir: Path) -> tuple[dict, dict]:
+    folder = data_dir / "ddxplus"
+    conditions = json.loads((folder / "release_conditions.json").read_text(encoding="utf-8"))
+    evidences = json.loads((folder / "release_evidences.json").read_text(encoding="utf-8"))
+    return conditions, evidences
+
+
+@pytest.fixture(scope="module")
+def graph_home(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[Path]:
+    """A clinrag home whose packaged graph server holds the DDXPlus graph (the server stops when the last
+    client closes)."""
+    home = tmp_path_factory.mktemp("deepdoctor-home")
+    store = FalkorDBStore.embedded(home / "graph" / "falkordb")
+    load_sources(
+        store,
+        [read_source(f"ddxplus:{data_dir / 'ddxplus'}")],
+        home / "graph" / "checkpoint.json",
+        graph_id="clinrag",
+        progress=False,
+    )
+    store.close()
+    yield home
+
+
+@pytest.fixture
+def store(graph_home: Path) -> Iterator[FalkorDBStore]:
+    opened = FalkorDBStore.embedded(graph_home / "graph" / "falkordb")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def mesh(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> MeshMapper:
+    path = tmp_path_factory.mktemp("mesh") / "mesh.sqlite"
+    build_mesh_index([data_dir / "mesh" / "terms.tsv", data_dir / "mesh" / "tree-numbers.tsv"], path)
+    return MeshMapper(MeshIndex(path))
+
+
+@pytest.fixture(scope="module")
+def cases(data_dir: Path) -> list[Case]:
+    return load_dataset("ddxplus", data_dir / "ddxplus").cases[:5]
+
+
+def _symptoms(ddx_json: tuple[dict, dict], disease: str, n: int = 3) -> list[str]:
+    """The English questions of a pathology's first yes/no symptoms: the graph's Symptom names."""
+    conditions, evidences = ddx_json
+    condition = next(c for c in conditions.values() if c["cond-name-eng"] == disease)
+    binary = [code for code in condition["symptoms"] if evidences[code]["data_type"] == "B"]
+    return [" ".join(evidences[code]["question_en"].split()) for code in binary[:n]]
+
+
+class ScriptServer(LoopbackServer):
+    """Plans `plans[i]` in planning round i (the last repeats); answers every other request with `reply`."""
+
+    def __init__(self, plans: list[dict], reply: str) -> None:
+        self.plans, self.reply = plans, reply
+        super().__init__()
+
+    def respond(self, body: dict) -> tuple[int, dict, float]:
+        if body["messages"][-1]["content"].startswith(PLAN_PROMPT_START):
+            rounds = len(self.plan_requests()) - 1
+            return 200, chat_body(json.dumps(self.plans[min(rounds, len(self.plans) - 1)])), 0.0
+        return 200, chat_body(self.reply), 0.0
+
+    def plan_requests(self) -> list[dict]:
+        return [r for r in self.requests if r["messages"][-1]["content"].startswith(PLAN_PROMPT_START)]
+
+    def answer_requests(self) -> list[dict]:
+        return [r for r in self.requests if not r["messages"][-1]["content"].startswith(PLAN_PROMPT_START)]
+
+
+@pytest.fixture
+def script():
+    servers: list[ScriptServer] = []
+
+    def make(plans: list[dict], reply: str) -> ScriptServer:
+        servers.append(ScriptServer(plans, reply))
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+def _method(server: ScriptServer, store: FalkorDBStore, mesh: MeshMapper | None = None, **config):
+    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k")
+    config = {"answer": "generate", **config}
+    return DeepDoctorMethod(model, store, DeepDoctorConfig(**config), mesh=mesh)
+
+
+def test_the_answer_cites_a_pack_of_graph_facts_descriptions_and_mesh_terms(
+    script, store: FalkorDBStore, mesh: MeshMapper, cases: list[Case], ddx_json
+) -> None:
+    case = cases[0]
+    gold = case.gold.answer
+    symptoms = _symptoms(ddx_json, gold)
+    server = script(
+        [
+            {"actions": [{"action": "INFER_DISEASES_BY_SYMPTOMS", "keywords": symptoms}]},
+            {"actions": [{"action": "GET_SYMPTOMS", "keywords": [gold]}]},
+            {"actions": []},
+        ],
+        reply=gold,
+    )
+    answer = _method(server, store, mesh).answer(case)
+
+    assert answer.error is None and answer.result.choice == gold and answer.text == gold
+    assert len(server.plan_requests()) == 3 and len(server.answer_requests()) == 1
+    facts = [e for e in answer.evidence if e.kind == "graph_fact" and "|" in e.id]
+    # every fact resolves to an edge of the live graph, and the gold disease's own symptoms are all there
+    for fact in facts:
+        p = fact.provenance
+        rows = store.query(
+            f"MATCH (d:Disease {{name: $h}})-[:{p['relation']}]->(x {{name: $t}}) RETURN count(*) AS n",
+            {"h": p["head"], "t": p["tail"]},
+        )
+        assert rows[0]["n"] == 1, fact.id
+    stored = store.query("MATCH (:Disease {name: $d})-[:HAS_SYMPTOM]->(s) RETURN s.name AS s", {"d": gold})
+    assert {r["s"] for r in stored} <= {f.provenance["tail"] for f in facts if f.provenance["head"] == gold}
+    descriptions = {e.provenance["disease"] for e in answer.evidence if e.provenance.get("field")}
+    assert gold in descriptions
+    terms = [e for e in answer.evidence if e.kind == "term"]
+    assert terms  # DDXPlus names such as Pneumonia or Bronchitis are MeSH descriptor names
+    for term in terms:
+        assert term.provenance["descriptor"]["ui"] == term.id.removeprefix("mesh:")
+        assert term.provenance["input"] in descriptions
+    # the answer prompt numbers the pack and carries the strict instruction
+    (final,) = server.answer_requests()
+    assert "[E1] " in final["messages"][-1]["content"]
+    assert "Insufficient evidence" in final["messages"][0]["content"]
+
+
+def test_strict_prompt_abstains_without_evidence_and_unstrict_answers(
+    script, store: FalkorDBStore, cases: list[Case]
+) -> None:
+    case = cases[1]
+    nothing = [{"actions": [{"action": "INFER_DISEASES_BY_SYMPTOMS", "keywords": ["zqxv wplkj"]}]}]
+    server = script(nothing, reply="Insufficient evidence.")
+    strict = _method(server, store).answer(case)
+    assert strict.evidence == [] and strict.result.choice is None
+    assert strict.error.startswith("AnswerParseError: abstained")
+
+    scored = _method(server, store, answer="score").answer(case)
+    assert scored.error == "AnswerParseError: abstained: the graph returned no evidence"
+
+    gold = case.gold.answer
+    unstrict = _method(script(nothing, reply=gold), store, prompt="unstrict").answer(case)
+    assert unstrict.error is None and unstrict.result.choice == gold
+
+
+def test_the_embedded_model_runs_deepdoctor_end_to_end(graph_home: Path, cases: list[Case]) -> None:
+    context = MethodContext(
+        settings=Settings(home=graph_home), params={"prompt": "unstrict", "max_rounds": "2"}
+    )
+    method = get_method("deepdoctor").build(context)
+    case = cases[2]
+    answer = method.answer(case)
+
+    assert answer.error is None and answer.result.choice in case.options
+    plans = [s for s in answer.trace.steps if s.name == "deepdoctor.plan"]
+    assert 1 <= len(plans) <= 2 and all("actions" in s.output or "raw" in s.output for s in plans)
+    # a round that found nothing new repeats the last prompt, served from the response cache
+    assert answer.usage.calls + answer.usage.cache_hits == len(plans) + 1
+    method.store.close()
