@@ -8,58 +8,23 @@ the embedded model then runs the method once end to end."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from clinrag.core.models import Case
 from clinrag.core.settings import Settings
-from clinrag.eval.datasets import load_dataset
 from clinrag.graph.falkordb_store import FalkorDBStore
-from clinrag.graph.importers import read_source
-from clinrag.graph.importers.loader import load_sources
 from clinrag.llm.openai_compat import OpenAICompatible
 from clinrag.methods.base import MethodContext
 from clinrag.methods.deepdoctor import DeepDoctorConfig, DeepDoctorMethod
 from clinrag.methods.registry import get_method
 from clinrag.terms.mesh import MeshIndex, build_mesh_index
 from clinrag.terms.mesh_mapper import MeshMapper
+from tests.methods.conftest import ddx_symptoms
 from tests.openai_server import LoopbackServer, chat_body
 
 PLAN_PROMPT_START = "You look things up in a medical knowledge graph"
-
-
-@pytest.fixture(scope="module")
-def ddx_json(data_dir: Path) -> tuple[dict, dict]:
-    folder = data_dir / "ddxplus"
-    conditions = json.loads((folder / "release_conditions.json").read_text(encoding="utf-8"))
-    evidences = json.loads((folder / "release_evidences.json").read_text(encoding="utf-8"))
-    return conditions, evidences
-
-
-@pytest.fixture(scope="module")
-def graph_home(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[Path]:
-    """A clinrag home whose packaged graph server holds the DDXPlus graph (the server stops when the last
-    client closes)."""
-    home = tmp_path_factory.mktemp("deepdoctor-home")
-    store = FalkorDBStore.embedded(home / "graph" / "falkordb")
-    load_sources(
-        store,
-        [read_source(f"ddxplus:{data_dir / 'ddxplus'}")],
-        home / "graph" / "checkpoint.json",
-        graph_id="clinrag",
-        progress=False,
-    )
-    store.close()
-    yield home
-
-
-@pytest.fixture
-def store(graph_home: Path) -> Iterator[FalkorDBStore]:
-    opened = FalkorDBStore.embedded(graph_home / "graph" / "falkordb")
-    yield opened
-    opened.close()
 
 
 @pytest.fixture(scope="module")
@@ -67,19 +32,6 @@ def mesh(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> MeshMapper
     path = tmp_path_factory.mktemp("mesh") / "mesh.sqlite"
     build_mesh_index([data_dir / "mesh" / "terms.tsv", data_dir / "mesh" / "tree-numbers.tsv"], path)
     return MeshMapper(MeshIndex(path))
-
-
-@pytest.fixture(scope="module")
-def cases(data_dir: Path) -> list[Case]:
-    return load_dataset("ddxplus", data_dir / "ddxplus").cases[:5]
-
-
-def _symptoms(ddx_json: tuple[dict, dict], disease: str, n: int = 3) -> list[str]:
-    """The English questions of a pathology's first yes/no symptoms: the graph's Symptom names."""
-    conditions, evidences = ddx_json
-    condition = next(c for c in conditions.values() if c["cond-name-eng"] == disease)
-    binary = [code for code in condition["symptoms"] if evidences[code]["data_type"] == "B"]
-    return [" ".join(evidences[code]["question_en"].split()) for code in binary[:n]]
 
 
 class ScriptServer(LoopbackServer):
@@ -126,7 +78,7 @@ def test_the_answer_cites_a_pack_of_graph_facts_descriptions_and_mesh_terms(
 ) -> None:
     case = cases[0]
     gold = case.gold.answer
-    symptoms = _symptoms(ddx_json, gold)
+    symptoms = ddx_symptoms(ddx_json, gold)
     server = script(
         [
             {"actions": [{"action": "INFER_DISEASES_BY_SYMPTOMS", "keywords": symptoms}]},

@@ -18,6 +18,7 @@ from clinrag.llm.base import ChatModel
 from clinrag.patients.record import PatientRecord
 
 if TYPE_CHECKING:
+    from clinrag.graph.store import GraphStore
     from clinrag.knowledge.base import KnowledgeBase
 
 
@@ -70,6 +71,14 @@ class MethodContext:
                 f"--param {param}=PATH or set CLINRAG_KB_PATH{hint}"
             )
         return KnowledgeBase.load(directory, self.embedder)
+
+    def graph_store(self, uri: str | None) -> GraphStore:
+        """The disease graph at `uri` (a method parameter), else at CLINRAG_GRAPH_URI, else clinrag's own
+        FalkorDB server on its home directory (started if it is not running)."""
+        from clinrag.graph.factory import open_graph
+
+        uri = uri or self.settings.graph_uri
+        return open_graph(uri, None if uri else self.settings.home / "graph" / "falkordb")
 
     @cached_property
     def embedder(self) -> Embedder:

@@ -132,13 +132,11 @@ class DeepDoctorMethod(Method):
 
 
 def build(context: MethodContext) -> DeepDoctorMethod:
-    from clinrag.graph.factory import open_graph
-
     params = dict(context.params)
     uri = params.pop("graph", None) or context.settings.graph_uri
     mesh_path = params.pop("mesh", None)
     config = DeepDoctorConfig.from_params(params)
-    store = open_graph(uri, context.settings.home / "graph" / "falkordb" if not uri else None)
+    store = context.graph_store(uri)
     mesh = None
     default_mesh = context.settings.home / "mesh" / "mesh.sqlite"
     if mesh_path or default_mesh.is_file():

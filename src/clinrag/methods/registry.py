@@ -10,9 +10,18 @@ from clinrag.methods.base import MethodSpec
 def _specs() -> dict[str, MethodSpec]:
     # Imported here, not at module level: method modules import heavy components, and this keeps
     # `--help` and name validation fast.
-    from clinrag.methods import cot, deepdoctor, direct, doctorrag, imedrag, knn_vote, rag
+    from clinrag.methods import cot, deepdoctor, direct, doctorrag, graph_infer, imedrag, knn_vote, rag
 
-    specs = (direct.SPEC, cot.SPEC, rag.SPEC, imedrag.SPEC, doctorrag.SPEC, deepdoctor.SPEC, knn_vote.SPEC)
+    specs = (
+        direct.SPEC,
+        cot.SPEC,
+        rag.SPEC,
+        imedrag.SPEC,
+        doctorrag.SPEC,
+        deepdoctor.SPEC,
+        graph_infer.SPEC,
+        knn_vote.SPEC,
+    )
     return {spec.name: spec for spec in specs}
 
 
