@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from scipy import stats as sps
 
-from clinrag.core.errors import InvalidInputError
+from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.core.models import Answer, Gold, StructuredResult
 from clinrag.core.usage import Usage
 from clinrag.eval.compare import Comparison, compare_runs
@@ -177,3 +177,37 @@ def test_not_a_run_directory(tmp_path: Path, rows: list[dict]):
     build_medqa_run(tmp_path / "a", rows[:5], "longest", longest_option)
     with pytest.raises(InvalidInputError, match="not an evaluation run directory"):
         compare_runs(tmp_path / "a", tmp_path / "missing")
+
+
+def _write_quality(run: RunDirectory, scores: dict[str, float | None]) -> None:
+    lines = [json.dumps({"case_id": cid, "status": "scored", "score": s}) for cid, s in scores.items()]
+    (run.path / "quality.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_judge_quality_scores_are_compared_on_the_cases_both_runs_had_judged(
+    tmp_path: Path, rows: list[dict]
+):
+    first = rows[:20]
+    run_a = build_medqa_run(tmp_path / "longest", first, "longest", longest_option)
+    run_b = build_medqa_run(tmp_path / "a", first, "option-a", option_a)
+    # the answer's length as a stand-in judge score; case 3 of A had an invalid judge reply (no score)
+    quality_a = {
+        f"medqa-{i}": len(row["options"][longest_option(row["options"])]) / 100 for i, row in enumerate(first)
+    }
+    quality_a["medqa-3"] = None
+    quality_b = {f"medqa-{i}": len(row["options"]["A"]) / 100 for i, row in enumerate(first)}
+    _write_quality(run_a, quality_a)
+    _write_quality(run_b, quality_b)
+
+    judged = compare_runs(run_a.path, run_b.path).metrics["judge_quality"]
+    kept = [i for i in range(20) if i != 3]
+    a = [quality_a[f"medqa-{i}"] for i in kept]
+    b = [quality_b[f"medqa-{i}"] for i in kept]
+    assert judged.n == 19
+    assert judged.mean_a == pytest.approx(sum(a) / 19) and judged.mean_b == pytest.approx(sum(b) / 19)
+    assert judged.p_value == pytest.approx(sps.ttest_rel(a, b).pvalue)
+    assert (judged.wins, judged.ties, judged.losses) == _wtl(a, b)
+
+    (run_b.path / "quality.jsonl").write_text('{"case_id": "medqa-0", "score": "high"}\n', encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"quality\.jsonl:1"):
+        compare_runs(run_a.path, run_b.path)

@@ -161,6 +161,7 @@ def eval_quality(
     from clinrag.embed.factory import build_embedder
     from clinrag.eval.judges import AnswerQualityJudge
     from clinrag.eval.judging import ascore_quality
+    from clinrag.eval.results import QUALITY_FILE
     from clinrag.eval.stats import mean_ci
     from clinrag.llm.factory import build_judge_model
 
@@ -170,7 +171,7 @@ def eval_quality(
     )
     scored = asyncio.run(ascore_quality(settings, run, judge, limit))
     lines = [json.dumps({"case_id": case_id, **score.model_dump(mode="json")}) for case_id, score in scored]
-    (run / "quality.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (run / QUALITY_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
     values = [score.score for _, score in scored if score.score is not None]
     invalid = len(scored) - len(values)
     if values:

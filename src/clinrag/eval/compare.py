@@ -73,7 +73,7 @@ def compare_runs(
             f"cannot compare runs on different datasets: {run_a.path} is on {config_a.dataset!r}, "
             f"{run_b.path} is on {config_b.dataset!r}"
         )
-    by_id_a, by_id_b = _by_case_id(run_a.results()), _by_case_id(run_b.results())
+    by_id_a, by_id_b = _by_case_id(run_a.scored_results()), _by_case_id(run_b.scored_results())
     common = [case_id for case_id in by_id_a if case_id in by_id_b]
     if len(common) < 2:
         raise InvalidInputError(

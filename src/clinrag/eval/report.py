@@ -19,7 +19,14 @@ import numpy as np
 from clinrag.core.errors import InvalidInputError
 from clinrag.eval import plots
 from clinrag.eval.compare import LOWER_IS_BETTER, Comparison, compare_runs, ordered_metrics
-from clinrag.eval.results import CaseResult, MetricSummary, RunConfig, RunDirectory, RunSummary
+from clinrag.eval.results import (
+    JUDGE_METRIC,
+    CaseResult,
+    MetricSummary,
+    RunConfig,
+    RunDirectory,
+    RunSummary,
+)
 from clinrag.eval.stats import PairedStats
 from clinrag.eval.summary import summarize
 
@@ -72,12 +79,15 @@ def _load_runs(run_dirs: Sequence[Path]) -> list[_Run]:
     runs = []
     for label, path in zip(labels, run_dirs, strict=True):
         directory = RunDirectory(path)
-        config, results = directory.config(), directory.results()
-        partial = not (directory.path / "summary.json").is_file()
+        config, results = directory.config(), directory.scored_results()
+        partial = not directory.has_summary()
         # A crashed run has no summary.json: rebuild it, with the summed case times as its wall time (an
         # upper bound when cases ran concurrently).
         wall_s = sum(result.elapsed_s for result in results)
         summary = summarize(config, results, wall_s) if partial else directory.summary()
+        if not partial and any(JUDGE_METRIC in r.scores for r in results):
+            judged = summarize(config, results, wall_s).metrics[JUDGE_METRIC]
+            summary = summary.model_copy(update={"metrics": {**summary.metrics, JUDGE_METRIC: judged}})
         runs.append(_Run(label, directory.path, config, summary, results, partial))
     return runs
 

@@ -25,6 +25,8 @@ from clinrag.index.store import write_json
 CONFIG_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
+QUALITY_FILE = "quality.jsonl"  # written by `clinrag eval quality`
+JUDGE_METRIC = "judge_quality"
 
 
 class RunConfig(BaseModel):
@@ -110,6 +112,28 @@ class RunDirectory:
     def results(self) -> list[CaseResult]:
         """Every complete result line; a torn last line (a crash mid-write) is ignored."""
         return [result for result, _ in self._complete_lines()]
+
+    def scored_results(self) -> list[CaseResult]:
+        """`results()` with the judge's answer quality (RUN/quality.jsonl, 0–1) added as the `judge_quality`
+        score of every case the judge scored validly, so judged runs can be compared on it."""
+        results = self.results()
+        path = self.path / QUALITY_FILE
+        if not path.is_file():
+            return results
+        quality = {}
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            try:
+                row = json.loads(line)
+                if row.get("score") is not None:
+                    quality[str(row["case_id"])] = float(row["score"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise DataFormatError(f"{path}:{number}: not a quality score: {exc}") from exc
+        return [
+            r.model_copy(update={"scores": {**r.scores, JUDGE_METRIC: quality[r.case_id]}})
+            if r.case_id in quality
+            else r
+            for r in results
+        ]
 
     def append(self, result: CaseResult) -> None:
         line = result.model_dump_json() + "\n"
