@@ -7,7 +7,9 @@ the embedded model then runs the method once end to end."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -15,12 +17,17 @@ import pytest
 from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.graph.falkordb_store import FalkorDBStore
+from clinrag.literature.http import HttpPolicy
+from clinrag.literature.offline import PubMedQAIndex
+from clinrag.literature.pubmed import PubMedSource
+from clinrag.literature.search import LiteratureSearch
 from clinrag.llm.openai_compat import OpenAICompatible
 from clinrag.methods.base import MethodContext
 from clinrag.methods.deepdoctor import DeepDoctorConfig, DeepDoctorMethod
 from clinrag.methods.registry import get_method
 from clinrag.terms.mesh import MeshIndex, build_mesh_index
 from clinrag.terms.mesh_mapper import MeshMapper
+from tests.literature.literature_server import Fault, LiteratureServer
 from tests.methods.conftest import ddx_symptoms
 from tests.openai_server import LoopbackServer, chat_body
 
@@ -67,10 +74,16 @@ def script():
         server.close()
 
 
-def _method(server: ScriptServer, store: FalkorDBStore, mesh: MeshMapper | None = None, **config):
+def _method(
+    server: ScriptServer,
+    store: FalkorDBStore,
+    mesh: MeshMapper | None = None,
+    literature: LiteratureSearch | None = None,
+    **config,
+):
     model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k")
     config = {"answer": "generate", **config}
-    return DeepDoctorMethod(model, store, DeepDoctorConfig(**config), mesh=mesh)
+    return DeepDoctorMethod(model, store, DeepDoctorConfig(**config), mesh=mesh, literature=literature)
 
 
 def test_the_answer_cites_a_pack_of_graph_facts_descriptions_and_mesh_terms(
@@ -147,3 +160,60 @@ def test_the_embedded_model_runs_deepdoctor_end_to_end(graph_home: Path, cases: 
     # a round that found nothing new repeats the last prompt, served from the response cache
     assert answer.usage.calls + answer.usage.cache_hits == len(plans) + 1
     method.store.close()
+
+
+def _infer_then_stop(ddx_json, gold: str) -> list[dict]:
+    return [
+        {"actions": [{"action": "INFER_DISEASES_BY_SYMPTOMS", "keywords": ddx_symptoms(ddx_json, gold)}]},
+        {"actions": []},
+    ]
+
+
+def test_citations_about_the_leading_diseases_join_the_pack(
+    script, store: FalkorDBStore, cases: list[Case], ddx_json, data_dir: Path
+) -> None:
+    case = cases[0]
+    gold = case.gold.answer
+    offline = PubMedQAIndex.from_file(data_dir / "pubmedqa" / "test_set.json")
+    server = script(_infer_then_stop(ddx_json, gold), reply=gold)
+    method = _method(server, store, literature=LiteratureSearch([offline]), citations=2, cited_diseases=2)
+    answer = method.answer(case)
+
+    assert answer.error is None and answer.result.choice == gold
+    (step,) = [s for s in answer.trace.steps if s.name == "deepdoctor.literature"]
+    ranked = next(s for s in answer.trace.steps if s.name == "deepdoctor.action").output["ranked"]
+    leaders = [row["disease"] for row in ranked[:2]]
+    assert step.input["queries"] == leaders  # the inference ranking's top two, in rank order
+    citations = [e for e in answer.evidence if e.kind == "citation"]
+    expected = {e.id for name in leaders for e in asyncio.run(offline.search(name, 2))}
+    assert citations and {e.id for e in citations} == expected
+    assert all(e.id.startswith("pubmed:") and e.provenance.get("pmid") for e in citations)
+    (final,) = server.answer_requests()
+    assert all(e.text[:60] in final["messages"][-1]["content"] for e in citations)
+
+
+def test_a_literature_outage_is_recorded_and_the_answer_still_comes(
+    script, store: FalkorDBStore, cases: list[Case], ddx_json, data_dir: Path
+) -> None:
+    case = cases[1]
+    gold = case.gold.answer
+    records = json.loads((data_dir / "pubmedqa" / "test_set.json").read_text(encoding="utf-8"))
+    pubmed_double = LiteratureServer(records)  # NCBI cannot be reached from CI: a loopback double
+    pubmed_double.faults["esearch"] = Fault(delay_s=3.0)
+    try:
+        policy = HttpPolicy(timeout_s=5.0, max_retries=0, backoff_s=0.0)
+        slow = PubMedSource(email="dev@example.org", base_url=pubmed_double.eutils_url, policy=policy)
+        server = script(_infer_then_stop(ddx_json, gold), reply=gold)
+        method = _method(server, store, literature=LiteratureSearch([slow], deadline_s=0.5))
+        started = time.perf_counter()
+        answer = method.answer(case)
+        elapsed = time.perf_counter() - started
+    finally:
+        pubmed_double.close()
+
+    assert answer.error is None and answer.result.choice == gold
+    assert not [e for e in answer.evidence if e.kind == "citation"]
+    (step,) = [s for s in answer.trace.steps if s.name == "deepdoctor.literature"]
+    failures = [f for outcome in step.output.values() for f in outcome["failures"]]
+    assert failures and {f["kind"] for f in failures} == {"deadline"}
+    assert elapsed < 2.5  # the 3 s outage did not hold the answer past the 0.5 s literature deadline

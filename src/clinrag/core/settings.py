@@ -99,6 +99,15 @@ class Settings(BaseSettings):
     # packaged FalkorDB server, started by clinrag under <home>/graph/falkordb
     graph_uri: str | None = None
 
+    # Literature citations (DeepDoctor-RAG): PubMed when an email is set (NCBI asks every client for one),
+    # Wikipedia summaries when enabled; with neither, a PubMedQA-format JSON file serves as an offline index.
+    pubmed_email: str | None = None
+    pubmed_api_key: SecretStr | None = None
+    wikipedia_enabled: bool = False
+    literature_offline_path: Path | None = None
+    literature_timeout_s: float = Field(default=10.0, gt=0)  # per HTTP call
+    literature_deadline_s: float = Field(default=20.0, gt=0)  # per search, all sources together
+
     # Knowledge base
     kb_path: Path | None = None
     # The paper's LLM tagger needs a capable model; with the tiny embedded one it tags nearly everything
@@ -146,6 +155,10 @@ class Settings(BaseSettings):
     @property
     def embed_cache_path(self) -> Path:
         return self.home / "embed_cache.sqlite"
+
+    @property
+    def literature_cache_path(self) -> Path:
+        return self.home / "literature_cache.sqlite"
 
     def described(self) -> dict[str, Any]:
         """Settings as plain values for display; secrets stay masked."""

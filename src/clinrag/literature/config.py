@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from clinrag.core.settings import Settings
 from clinrag.literature.cache import LiteratureCache
 from clinrag.literature.entrez import EUTILS_BASE
 from clinrag.literature.http import HttpPolicy
@@ -49,6 +50,20 @@ class LiteratureConfig(BaseModel):
     def user_agent(self) -> str:
         """Wikimedia and NCBI ask clients to identify themselves and give a contact."""
         return f"{self.pubmed_tool} ({self.pubmed_email})" if self.pubmed_email else self.pubmed_tool
+
+
+def literature_config(settings: Settings) -> LiteratureConfig:
+    """The literature configuration of clinrag's settings (CLINRAG_PUBMED_EMAIL, CLINRAG_WIKIPEDIA_ENABLED,
+    CLINRAG_LITERATURE_OFFLINE_PATH, …), cached under the clinrag home."""
+    return LiteratureConfig(
+        pubmed_email=settings.pubmed_email,
+        pubmed_api_key=settings.pubmed_api_key,
+        wikipedia_enabled=settings.wikipedia_enabled,
+        offline_path=settings.literature_offline_path,
+        timeout_s=settings.literature_timeout_s,
+        deadline_s=settings.literature_deadline_s,
+        cache_path=settings.literature_cache_path,
+    )
 
 
 def build_sources(config: LiteratureConfig) -> list[LiteratureSource]:

@@ -3,7 +3,9 @@ pack.
 
 The planner (`graph.planner`) chooses template actions round by round; the retrieval state becomes an
 evidence pack of graph facts and disease descriptions, plus the MeSH mappings of the diseases found (when a
-MeSH index is configured). The answer sees the numbered pack. The `strict` prompt
+MeSH index is configured) and literature citations about the leading diseases (when a literature source is
+configured: PubMed, Wikipedia or the offline PubMedQA index — best effort, under a deadline, failures
+recorded in the trace, never failing the answer). The answer sees the numbered pack. The `strict` prompt
 (deployment) answers only from the evidence and abstains otherwise; the `unstrict` prompt (evaluation, as in
 the paper) lets the model use its own knowledge too. Tasks with options are answered by option scoring or by
 generation (`answer`); an abstention is a recorded `AnswerParseError` on the case, never a guessed option.
@@ -18,10 +20,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clinrag.core.errors import InvalidInputError
-from clinrag.core.models import Answer, Case
+from clinrag.core.models import Answer, Case, Evidence
 from clinrag.graph.matching import NodeMatcher
 from clinrag.graph.planner import GraphPlanner, PlannerConfig, RetrievalState
 from clinrag.graph.store import GraphStore
+from clinrag.literature.search import LiteratureSearch
 from clinrag.llm.base import ChatModel, ChatRequest
 from clinrag.methods.base import Method, MethodContext, MethodSpec
 from clinrag.methods.evidence_pack import EvidencePack, graph_evidence, mesh_evidence
@@ -50,6 +53,8 @@ class DeepDoctorConfig(BaseModel):
     min_match_count: int = Field(default=1, ge=1)
     top_k_items: int = Field(default=10, ge=1, le=50)
     max_facts: int = Field(default=80, ge=1)  # graph facts shown in the answer prompt
+    cited_diseases: int = Field(default=2, ge=0, le=10)  # leading diseases searched in the literature
+    citations: int = Field(default=2, ge=1, le=10)  # citations kept per disease searched
     max_tokens: int = Field(default=256, ge=1)
 
     @classmethod
@@ -71,12 +76,14 @@ class DeepDoctorMethod(Method):
         config: DeepDoctorConfig | None = None,
         *,
         mesh: MeshMapper | None = None,
+        literature: LiteratureSearch | None = None,
         graph_source: str = "graph",
     ) -> None:
         self.model = model
         self.store = store
         self.config = config or DeepDoctorConfig()
         self.mesh = mesh
+        self.literature = literature if literature is not None and literature.sources else None
         self.graph_source = graph_source
         planner_config = PlannerConfig(
             max_rounds=self.config.max_rounds,
@@ -97,6 +104,9 @@ class DeepDoctorMethod(Method):
         with answer.trace.step("deepdoctor.planner", rounds=run.rounds) as step:
             step.output = {"stop_reason": run.stop_reason, "facts": len(run.state.triples)}
         pack = self._pack(run.state, answer)
+        diseases = leading_diseases(run.state)
+        if self.literature is not None and self.config.cited_diseases and diseases:
+            pack.citations = await self._cite(diseases[: self.config.cited_diseases], answer)
         answer.evidence = pack.evidence()
         await self._answer(case, pack, answer)
         return answer
@@ -104,13 +114,33 @@ class DeepDoctorMethod(Method):
     def _pack(self, state: RetrievalState, answer: Answer) -> EvidencePack:
         facts, descriptions = graph_evidence(state, self.graph_source)
         pack = EvidencePack(facts=facts, descriptions=descriptions)
-        diseases = list(state.descriptions) or list(dict.fromkeys(t.head for t in state.triples))
+        diseases = leading_diseases(state)
         if self.mesh is not None and diseases:
             with answer.trace.step("deepdoctor.mesh", names=len(diseases)) as step:
                 mappings = self.mesh.map_many(diseases)
                 pack.terms = mesh_evidence(mappings)
                 step.output = {m.input: m.descriptor.ui if m.descriptor else None for m in mappings}
         return pack
+
+    async def _cite(self, diseases: list[str], answer: Answer) -> list[Evidence]:
+        """Citations about each disease, deduplicated; every source's outcome goes to the trace."""
+        assert self.literature is not None
+        with answer.trace.step(
+            "deepdoctor.literature", queries=diseases, sources=self.literature.source_names
+        ) as step:
+            results = await asyncio.gather(
+                *(self.literature.search(name, self.config.citations) for name in diseases)
+            )
+            step.output = {
+                result.query: {
+                    "citations": [e.id for e in result.evidence],
+                    "failures": [f.model_dump(mode="json") for f in result.failures],
+                    "elapsed_s": round(result.elapsed_s, 3),
+                }
+                for result in results
+            }
+        found = {e.id: e for result in results for e in result.evidence}
+        return list(found.values())
 
     async def _answer(self, case: Case, pack: EvidencePack, answer: Answer) -> None:
         prompt = task_prompt(case)
@@ -131,7 +161,17 @@ class DeepDoctorMethod(Method):
             answer.error = "AnswerParseError: abstained: the evidence does not support an answer"
 
 
+def leading_diseases(state: RetrievalState) -> list[str]:
+    """The diseases found, best first: those the inference actions ranked (in rank order), then the heads
+    of the other facts, then the other described diseases."""
+    ranked = [d.name for _, ranking in state.rankings for d in ranking]
+    heads = [t.head for t in state.triples]
+    return list(dict.fromkeys([*ranked, *heads, *state.descriptions]))
+
+
 def build(context: MethodContext) -> DeepDoctorMethod:
+    from clinrag.literature.config import build_literature_search, literature_config
+
     params = dict(context.params)
     uri = params.pop("graph", None) or context.settings.graph_uri
     mesh_path = params.pop("mesh", None)
@@ -143,7 +183,10 @@ def build(context: MethodContext) -> DeepDoctorMethod:
         from clinrag.terms.mesh import MeshIndex
 
         mesh = MeshMapper(MeshIndex(Path(mesh_path) if mesh_path else default_mesh))
-    return DeepDoctorMethod(context.chat_model, store, config, mesh=mesh, graph_source=uri or "graph")
+    literature = build_literature_search(literature_config(context.settings))
+    return DeepDoctorMethod(
+        context.chat_model, store, config, mesh=mesh, literature=literature, graph_source=uri or "graph"
+    )
 
 
 SPEC = MethodSpec(

@@ -1,5 +1,5 @@
-"""DeepDoctor-RAG's evidence pack: graph facts, disease descriptions and MeSH mappings, each an `Evidence`
-with its provenance, numbered for the prompt so an answer can cite them ([E1], [E2], …)."""
+"""DeepDoctor-RAG's evidence pack: graph facts, disease descriptions, MeSH mappings and literature citations,
+each an `Evidence` with its provenance, numbered for the prompt so an answer can cite them ([E1], [E2], …)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ class EvidencePack(BaseModel):
     facts: list[Evidence] = Field(default_factory=list)
     descriptions: list[Evidence] = Field(default_factory=list)
     terms: list[Evidence] = Field(default_factory=list)
+    citations: list[Evidence] = Field(default_factory=list)
 
     def evidence(self) -> list[Evidence]:
-        return [*self.descriptions, *self.facts, *self.terms]
+        return [*self.descriptions, *self.facts, *self.terms, *self.citations]
 
     def render(self, max_facts: int = 80) -> str:
         """The numbered context block; facts beyond `max_facts` are left out of the prompt (not the pack)."""
-        shown = [*self.descriptions, *self.facts[:max_facts], *self.terms]
+        shown = [*self.descriptions, *self.facts[:max_facts], *self.terms, *self.citations]
         return "\n".join(f"[E{i}] {item.text}" for i, item in enumerate(shown, 1))
 
 
