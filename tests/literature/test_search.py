@@ -177,3 +177,13 @@ def test_invalid_queries_are_refused():
     with pytest.raises(InvalidInputError):
         search.search_sync("colonoscopy", 0)
     assert search.search_sync("colonoscopy", 3).evidence == []  # no source configured: nothing, no error
+
+
+def test_the_real_services_are_out_of_reach_and_fail_as_recorded_failures():
+    # the default base URLs (NCBI, Wikipedia) with the network blocked: both fail fast, typed, never raised
+    policy = HttpPolicy(timeout_s=2.0, max_retries=0, backoff_s=0.0)
+    real = [PubMedSource(email="dev@example.org", policy=policy), WikipediaSource(policy=policy)]
+    result = LiteratureSearch(real, deadline_s=5).search_sync(TERM, 2)
+    assert result.evidence == []
+    assert sorted(f.source for f in result.failures) == sorted(s.name for s in real)
+    assert all(f.kind != "deadline" for f in result.failures)
