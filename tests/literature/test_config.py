@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pydantic import SecretStr
 
-from clinrag.literature.config import LiteratureConfig, build_literature_search, build_sources
+from clinrag.core.settings import Settings
+from clinrag.literature.config import (
+    LiteratureConfig,
+    build_literature_search,
+    build_sources,
+    literature_config,
+)
 
 
 def names(config: LiteratureConfig) -> list[str]:
@@ -56,3 +62,14 @@ def test_settings_reach_the_sources(tmp_path):
         search.deadline_s == 7 and search.cache is not None and search.cache.path == tmp_path / "lit.sqlite"
     )
     assert "secret" not in repr(config) and "secret" not in pubmed.identity
+
+
+def test_clinrag_settings_configure_the_literature(tmp_path, pubmedqa_path):
+    settings = Settings(home=tmp_path, literature_offline_path=pubmedqa_path, literature_deadline_s=4)
+    search = build_literature_search(literature_config(settings))
+    assert search.source_names == ["pubmedqa"] and search.deadline_s == 4
+    assert search.cache.path == tmp_path / "literature_cache.sqlite"
+
+    nothing = build_literature_search(literature_config(Settings(home=tmp_path / "bare")))
+    assert nothing.sources == [] and nothing.cache is None
+    assert not (tmp_path / "bare" / "literature_cache.sqlite").exists()

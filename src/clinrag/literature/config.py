@@ -99,5 +99,7 @@ def build_sources(config: LiteratureConfig) -> list[LiteratureSource]:
 
 def build_literature_search(config: LiteratureConfig) -> LiteratureSearch:
     """The facade over the configured sources (possibly none: every search then returns no citations)."""
-    cache = LiteratureCache(config.cache_path, config.cache_ttl_s) if config.cache_path else None
-    return LiteratureSearch(build_sources(config), deadline_s=config.deadline_s, cache=cache)
+    sources = build_sources(config)
+    # no file is created for a search that has nothing to cache
+    cache = LiteratureCache(config.cache_path, config.cache_ttl_s) if config.cache_path and sources else None
+    return LiteratureSearch(sources, deadline_s=config.deadline_s, cache=cache)
