@@ -103,18 +103,17 @@ class DeepDoctorMethod(Method):
         answer.usage += run.usage
         with answer.trace.step("deepdoctor.planner", rounds=run.rounds) as step:
             step.output = {"stop_reason": run.stop_reason, "facts": len(run.state.triples)}
-        pack = self._pack(run.state, answer)
         diseases = leading_diseases(run.state)
+        pack = self._pack(run.state, diseases, answer)
         if self.literature is not None and self.config.cited_diseases and diseases:
             pack.citations = await self._cite(diseases[: self.config.cited_diseases], answer)
         answer.evidence = pack.evidence()
         await self._answer(case, pack, answer)
         return answer
 
-    def _pack(self, state: RetrievalState, answer: Answer) -> EvidencePack:
+    def _pack(self, state: RetrievalState, diseases: list[str], answer: Answer) -> EvidencePack:
         facts, descriptions = graph_evidence(state, self.graph_source)
         pack = EvidencePack(facts=facts, descriptions=descriptions)
-        diseases = leading_diseases(state)
         if self.mesh is not None and diseases:
             with answer.trace.step("deepdoctor.mesh", names=len(diseases)) as step:
                 mappings = self.mesh.map_many(diseases)
