@@ -8,7 +8,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case
@@ -34,6 +36,22 @@ class Method(ABC):
 
     async def aanswer(self, case: Case) -> Answer:
         return await asyncio.to_thread(self.answer, case)
+
+
+class MethodConfig(BaseModel):
+    """A method's parameters (`--param name=value`): subclasses name the method and declare the fields;
+    an unknown name or an invalid value is an `InvalidInputError` that lists every problem."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    method_name: ClassVar[str]
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> Self:
+        try:
+            return cls(**params)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise InvalidInputError(f"invalid {cls.method_name} parameters: {problems}") from None
 
 
 @dataclass

@@ -6,14 +6,13 @@ continuation of the reasoning (`answer=score`)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case
 from clinrag.llm.base import ChatModel, ChatRequest, Message
-from clinrag.methods.base import Method, MethodContext, MethodSpec
+from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.options import CHOICE_TASKS, AnswerMode, answer_case
 from clinrag.tasks.prompts import task_prompt
 
@@ -21,20 +20,12 @@ REASON = "Let's think step by step."
 CONCLUDE = "Therefore, the answer is (reply with the answer only, in the format asked above):"
 
 
-class CoTConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class CoTConfig(MethodConfig):
+    method_name: ClassVar[str] = "cot"
 
     answer: AnswerMode = "generate"
     reasoning_tokens: int = Field(default=256, ge=16)
     answer_tokens: int = Field(default=32, ge=1)
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> CoTConfig:
-        try:
-            return cls(**params)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise InvalidInputError(f"invalid cot parameters: {problems}") from None
 
 
 class CoTMethod(Method):

@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case, Evidence
 from clinrag.graph.matching import NodeMatcher
 from clinrag.graph.planner import GraphPlanner, PlannerConfig, RetrievalState
 from clinrag.graph.store import GraphStore
 from clinrag.literature.search import LiteratureSearch
 from clinrag.llm.base import ChatModel, ChatRequest
-from clinrag.methods.base import Method, MethodContext, MethodSpec
+from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.evidence_pack import EvidencePack, graph_evidence, mesh_evidence
 from clinrag.methods.options import AnswerMode, answer_case
 from clinrag.tasks.prompts import task_prompt
@@ -41,10 +40,10 @@ UNSTRICT = " Use the numbered evidence given where it helps; you may also use yo
 ABSTAIN = "insufficient evidence"
 
 
-class DeepDoctorConfig(BaseModel):
+class DeepDoctorConfig(MethodConfig):
     """`deepdoctor` parameters (`--param name=value`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    method_name: ClassVar[str] = "deepdoctor"
 
     prompt: Literal["strict", "unstrict"] = "strict"
     answer: AnswerMode = "score"
@@ -56,14 +55,6 @@ class DeepDoctorConfig(BaseModel):
     cited_diseases: int = Field(default=2, ge=0, le=10)  # leading diseases searched in the literature
     citations: int = Field(default=2, ge=1, le=10)  # citations kept per disease searched
     max_tokens: int = Field(default=256, ge=1)
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> DeepDoctorConfig:
-        try:
-            return cls(**params)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise InvalidInputError(f"invalid deepdoctor parameters: {problems}") from None
 
 
 class DeepDoctorMethod(Method):

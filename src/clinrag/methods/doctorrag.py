@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import math
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
 from clinrag.core.errors import AnswerParseError, InvalidInputError, StructuredOutputError
 from clinrag.core.models import Answer, Case, RankedDiagnosis, StructuredResult, Trace
@@ -28,7 +28,7 @@ from clinrag.index.concept import Fallback
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.tagging import Tagger
 from clinrag.llm.base import ChatModel, ChatRequest
-from clinrag.methods.base import Method, MethodContext, MethodSpec
+from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.context import ClinicalContext
 from clinrag.methods.medtextgrad import EarlyStop, MedTextGrad, MedTextGradConfig
 from clinrag.patients.similarity import Neighbours, SimilarPatients, label_vote, patient_evidence
@@ -42,10 +42,10 @@ PRIOR_FLOOR = 0.01  # ε: an option no similar patient had keeps a small chance
 PROMPT_PATIENT_CHARS = 300  # per patient in the prompt; the full record stays in the evidence
 
 
-class DoctorRAGConfig(BaseModel):
+class DoctorRAGConfig(MethodConfig):
     """Method parameters (`--param name=value`), validated: they come from the command line or HTTP."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    method_name: ClassVar[str] = "doctorrag"
 
     k_statements: int = Field(default=5, ge=1)
     k_patients: int = Field(default=3, ge=1)  # similar patients shown in the prompt
@@ -65,14 +65,6 @@ class DoctorRAGConfig(BaseModel):
     refine_iterations: int = Field(default=0, ge=0, le=10)  # Med-TextGrad T for free-text answers (0 = off)
     refine_early_stop: EarlyStop = "both"
     refine_select: Literal["best", "last"] = "best"
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> DoctorRAGConfig:
-        try:
-            return cls(**params)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise InvalidInputError(f"invalid doctorrag parameters: {problems}") from None
 
     def refiner_config(self) -> MedTextGradConfig:
         return MedTextGradConfig(

@@ -10,39 +10,30 @@ When the case has options, the differential keeps the diseases that are options.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case, RankedDiagnosis, StructuredResult
 from clinrag.graph.actions import MAX_KEYWORDS, TOP_K_MAX, Action, ActionRequest, run_action
 from clinrag.graph.matching import NodeMatcher, normalize
 from clinrag.graph.planner import RetrievalState
 from clinrag.graph.store import GraphStore
-from clinrag.methods.base import Method, MethodContext, MethodSpec
+from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.evidence_pack import graph_evidence
 
 DDX_SIZE = 10
 YES = " Yes"
 
 
-class GraphInferConfig(BaseModel):
+class GraphInferConfig(MethodConfig):
     """`graph-infer` parameters (`--param name=value`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    method_name: ClassVar[str] = "graph-infer"
 
     min_match_count: int = Field(default=1, ge=1)
     top_k_items: int = Field(default=TOP_K_MAX, ge=1, le=TOP_K_MAX)  # diseases the action returns
     fuzzy_threshold: float = Field(default=88.0, gt=0, le=100)
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> GraphInferConfig:
-        try:
-            return cls(**params)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise InvalidInputError(f"invalid graph-infer parameters: {problems}") from None
 
 
 def symptom_keywords(case: Case) -> list[str]:

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from clinrag.core.errors import InvalidInputError, StructuredOutputError
+from clinrag.core.errors import StructuredOutputError
 from clinrag.core.models import Answer, Case, Evidence
 from clinrag.knowledge.base import SearchMode
 from clinrag.llm.base import ChatModel, ChatRequest
 from clinrag.llm.structured import parse_structured
-from clinrag.methods.base import Method, MethodContext, MethodSpec
+from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.options import AnswerMode, answer_case
 from clinrag.methods.rag import DocumentRetriever, answer_query, build_retriever
 from clinrag.tasks.prompts import task_prompt
@@ -54,10 +54,10 @@ questions that would help you answer (not ones already asked). Each must stand o
 ADAPTIVE = ' If the information above is already enough to answer, set "enough_information" to true.'
 
 
-class IMedRAGConfig(BaseModel):
+class IMedRAGConfig(MethodConfig):
     """`imedrag` parameters (`--param name=value`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    method_name: ClassVar[str] = "imedrag"
 
     iterations: int = Field(default=2, ge=1, le=10)  # m
     queries: int = Field(default=2, ge=1, le=10)  # n per iteration
@@ -68,14 +68,6 @@ class IMedRAGConfig(BaseModel):
     query_tokens: int = Field(default=256, ge=32)  # the analysis and the queries of one iteration
     answer_tokens: int = Field(default=128, ge=16)  # one query's answer
     max_tokens: int = Field(default=256, ge=1)  # the final answer (free-text tasks)
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> IMedRAGConfig:
-        try:
-            return cls(**params)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise InvalidInputError(f"invalid imedrag parameters: {problems}") from None
 
 
 class FollowUp(BaseModel):

@@ -10,9 +10,9 @@ are also i-MedRAG's per-query RAG."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case, Evidence, Trace
@@ -20,7 +20,7 @@ from clinrag.core.usage import Usage
 from clinrag.knowledge.base import KnowledgeBase, SearchMode
 from clinrag.knowledge.tagging import Tagger
 from clinrag.llm.base import ChatModel, ChatRequest
-from clinrag.methods.base import Method, MethodContext, MethodSpec
+from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.options import AnswerMode, answer_case
 from clinrag.tasks.prompts import task_prompt
 from clinrag.tasks.render import case_text
@@ -36,23 +36,15 @@ say so.
 Question: {query}"""
 
 
-class RAGConfig(BaseModel):
+class RAGConfig(MethodConfig):
     """`rag` parameters (`--param name=value`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    method_name: ClassVar[str] = "rag"
 
     k: int = Field(default=5, ge=1, le=64)  # documents retrieved (MedRAG's N)
     retriever: SearchMode = "rrf"
     answer: AnswerMode = "score"  # options: by likelihood, or generated and parsed
     max_tokens: int = Field(default=256, ge=1)
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> RAGConfig:
-        try:
-            return cls(**params)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise InvalidInputError(f"invalid rag parameters: {problems}") from None
 
 
 class DocumentRetriever:

@@ -11,6 +11,7 @@ def _specs() -> dict[str, MethodSpec]:
     # Imported here, not at module level: method modules import heavy components, and this keeps
     # `--help` and name validation fast.
     from clinrag.methods import cot, deepdoctor, direct, doctorrag, graph_infer, imedrag, knn_vote, rag
+    from clinrag.methods.meddx import experience as meddx_experience
 
     specs = (
         direct.SPEC,
@@ -21,6 +22,7 @@ def _specs() -> dict[str, MethodSpec]:
         deepdoctor.SPEC,
         graph_infer.SPEC,
         knn_vote.SPEC,
+        meddx_experience.SPEC,
     )
     return {spec.name: spec for spec in specs}
 

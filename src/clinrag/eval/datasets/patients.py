@@ -83,7 +83,8 @@ def ddxplus_loader(interactive: bool) -> Callable[[Path], Dataset]:
             if any(n not in options for n in names):
                 unknown.append(row)
                 continue
-            cases.append(_ddxplus_case(record, row, options, initial_codes[row], interactive))
+            catalogue = evidences if interactive else None
+            cases.append(_ddxplus_case(record, row, options, initial_codes[row], catalogue))
             kept.append(record)
         notes = [f"skipped {len(unknown)} {UNKNOWN_PATHOLOGY}: {unknown[:10]}"] if unknown else []
         notes += [
@@ -105,13 +106,14 @@ def _named_in_history(records: list[PatientRecord]) -> int:
 
 
 def _ddxplus_case(
-    record: PatientRecord, row: int, options: dict[str, str], initial_code: str, interactive: bool
+    record: PatientRecord, row: int, options: dict[str, str], initial_code: str, catalogue: Path | None
 ) -> Case:
+    """The patient as a case; with the evidence `catalogue` (release_evidences.json), an interactive one."""
     structured, metadata = record.structured, record.metadata
     demographics = Demographics(age=metadata.get("age"), sex=_SEX.get(metadata.get("sex", "")))
     evidence = list(record.codes.get("evidence", []))
     meta: dict[str, Any] = {"source": "ddxplus", "row": row, "synthetic_patient": True}
-    if interactive:
+    if catalogue is not None:
         # What the clinician hears first; the rest is for the simulator, which answers from it.
         who = f"{metadata['age']}-year-old {demographics.sex or 'patient'}"
         profile = PatientProfile(
@@ -120,7 +122,11 @@ def _ddxplus_case(
             demographics=demographics,
             codes={"evidence": [initial_code]},
         )
-        meta |= {"initial_evidence": initial_code, "hidden_evidence": evidence}
+        meta |= {
+            "initial_evidence": initial_code,
+            "hidden_evidence": evidence,
+            "evidence_catalogue": str(catalogue),  # the questions an interviewer can ask about the codes
+        }
     else:
         profile = PatientProfile(
             initial_presentation=record.narrative,

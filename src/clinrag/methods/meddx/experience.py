@@ -1,0 +1,158 @@
+"""`meddx-experience`: interactive differential diagnosis with no LLM. Starting from age, sex and the initial
+complaint, it asks the structured patient the question of highest expected information gain over the
+diagnoses of similar past patients (`experience_policy`), one per turn, until `max_questions` or until the
+top diagnosis reaches `confidence`. The differential is snapshotted at each checkpoint, so one run scores
+5, 10 and 15 questions; the dialogue is in the trace and the closest past patients are the evidence."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.core.models import Answer, Case, DdxSnapshot, RankedDiagnosis, StructuredResult
+from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
+from clinrag.methods.meddx.experience_policy import ExperienceModel
+from clinrag.methods.meddx.structured_patient import Reply, StructuredPatient, evidence_catalogue
+from clinrag.patients.similarity import patient_evidence
+
+DDX_SIZE = 10
+
+
+class ExperienceConfig(MethodConfig):
+    method_name: ClassVar[str] = "meddx-experience"
+
+    max_questions: int = Field(default=15, ge=0, le=200)
+    # Question counts at which the differential is snapshotted; default every 5 up to max_questions.
+    checkpoints: list[int] | None = None
+    # Stop when the top diagnosis reaches it (null: always ask max_questions). 0.999 was chosen on 300 DDXPlus
+    # development patients outside the evaluation sample: GTPA@1 0.967 after 2.4 questions on average,
+    # against 0.977 after 15.
+    confidence: float | None = Field(default=0.999, gt=0, le=1)
+    mismatch: float = Field(default=0.02, gt=0, le=1)
+    unseen: float = Field(default=1e-4, gt=0, le=1)
+    other_sex: float = Field(default=0.05, gt=0, le=1)
+    similar_patients: int = Field(default=5, ge=0, le=50)  # closest past patients returned as evidence
+
+    @model_validator(mode="after")
+    def _checkpoints_in_range(self) -> ExperienceConfig:
+        if self.checkpoints is not None and any(not 0 < c <= self.max_questions for c in self.checkpoints):
+            raise ValueError(f"checkpoints must be between 1 and max_questions ({self.max_questions})")
+        return self
+
+    def snapshot_points(self) -> list[int]:
+        if self.checkpoints is not None:
+            return sorted(set(self.checkpoints))
+        return [*range(5, self.max_questions, 5), self.max_questions] if self.max_questions else []
+
+
+class ExperienceQuestioning(Method):
+    name = "meddx-experience"
+
+    def __init__(
+        self, model: ExperienceModel, labels: dict[str, list[str]], config: ExperienceConfig
+    ) -> None:
+        self.experience = model
+        self.labels = labels
+        self.config = config
+
+    def answer(self, case: Case) -> Answer:
+        catalogue_path = case.meta.get("evidence_catalogue")
+        if not isinstance(catalogue_path, str):
+            raise InvalidInputError(
+                f"case {case.id} has no evidence catalogue: meddx-experience asks coded questions and needs "
+                "a coded interactive dataset such as ddxplus-interactive"
+            )
+        patient = StructuredPatient(case, evidence_catalogue(catalogue_path))
+        answer = Answer(case_id=case.id, method=self.name)
+        sex = case.patient.demographics.sex if case.patient else None
+        first = patient.initial()
+        weights = self._heard(self.experience.prior(sex), first)
+        with answer.trace.step("initial", sex=sex, evidence=first.evidence) as step:
+            step.output = {"answer": first.text, "top": self._top(weights, 3)}
+        history = [self._snapshot(0, 0, weights)]
+        checkpoints = self.config.snapshot_points()
+        dialogue: list[str] = []
+        asked, stop = {first.evidence}, "max_questions"
+        while len(dialogue) < self.config.max_questions:
+            top = self._top(weights, 1)
+            if self.config.confidence and top and top[0][1] >= self.config.confidence:
+                stop = "confident"
+                break
+            choice = self.experience.next_question(weights, asked)
+            if choice is None:
+                stop = "no question left"
+                break
+            question = patient.catalogue.question(choice.evidence) or choice.evidence
+            with answer.trace.step(
+                "ask",
+                evidence=choice.evidence,
+                question=question,
+                expected_entropy=round(choice.expected_entropy, 4),
+            ) as step:
+                reply = patient.ask(choice.evidence)
+                weights = self._heard(weights, reply)
+                step.output = {"answer": reply.text, "top": self._top(weights, 3)}
+            asked.add(choice.evidence)
+            dialogue.append(f"Q: {question} A: {reply.text}")
+            if len(dialogue) in checkpoints:
+                history.append(self._snapshot(len(history), len(dialogue), weights))
+        # Checkpoints after an early stop keep the final differential, so every run has the same iterations.
+        while len(history) <= len(checkpoints):
+            history.append(self._snapshot(len(history), len(dialogue), weights))
+        with answer.trace.step("stop", questions=len(dialogue)) as step:
+            step.output = {"reason": stop}
+        return self._finish(answer, case, weights, history, dialogue)
+
+    def _heard(self, weights: np.ndarray, reply: Reply) -> np.ndarray:
+        return self.experience.update(weights, reply.evidence, reply.present, reply.values)
+
+    def _top(self, weights: np.ndarray, n: int) -> list[tuple[str, float]]:
+        return [(name, round(p, 4)) for name, p in list(self.experience.distribution(weights).items())[:n]]
+
+    def _ranked(self, weights: np.ndarray) -> list[RankedDiagnosis]:
+        top = list(self.experience.distribution(weights).items())[:DDX_SIZE]
+        return [RankedDiagnosis(name=name, probability=min(1.0, p)) for name, p in top]
+
+    def _snapshot(self, iteration: int, questions: int, weights: np.ndarray) -> DdxSnapshot:
+        return DdxSnapshot(iteration=iteration, questions_asked=questions, ddx=self._ranked(weights))
+
+    def _finish(
+        self, answer: Answer, case: Case, weights: np.ndarray, history: list[DdxSnapshot], dialogue: list[str]
+    ) -> Answer:
+        ddx = history[-1].ddx
+        closest = np.argsort(-weights, kind="stable")[: self.config.similar_patients]
+        total = float(weights.sum())
+        found = [(self.experience.records[i], float(weights[i] / total)) for i in closest]
+        answer.evidence = patient_evidence(found, self.labels)
+        if not ddx:
+            answer.error = "no past patient is compatible with the answers"
+            return answer
+        choice = next((key for key, text in case.options.items() if text == ddx[0].name), ddx[0].name)
+        answer.result = StructuredResult(choice=choice, ddx=ddx, ddx_history=history)
+        summary = "; ".join(f"{d.name} {d.probability:.0%}" for d in ddx)
+        answer.text = "\n".join([*dialogue, f"Differential after {len(dialogue)} questions: {summary}"])
+        return answer
+
+
+def build(context: MethodContext) -> ExperienceQuestioning:
+    config = ExperienceConfig.from_params(dict(context.params))
+    model = ExperienceModel(
+        context.experience,
+        context.labels,
+        mismatch=config.mismatch,
+        unseen=config.unseen,
+        other_sex=config.other_sex,
+    )
+    return ExperienceQuestioning(model, context.labels, config)
+
+
+SPEC = MethodSpec(
+    name="meddx-experience",
+    description="no LLM: interactive ddx, asking what best separates the diagnoses of similar patients",
+    build=build,
+    uses_llm=False,
+    needs_experience=True,
+)
