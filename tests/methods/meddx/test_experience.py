@@ -95,3 +95,10 @@ def test_bad_parameters_and_uncoded_cases_are_errors(ddxplus_interactive, held_o
     method = _method(ddxplus_interactive, held_out)
     with pytest.raises(InvalidInputError, match="evidence catalogue"):
         method.answer(held_out[0].model_copy(update={"meta": {}}))
+
+
+def test_min_questions_delays_a_confident_stop(ddxplus_interactive, held_out) -> None:
+    method = _method(ddxplus_interactive, held_out, confidence=0.9, min_questions=4)
+    for case in held_out[:5]:
+        stop = method.answer(case).trace.steps[-1]
+        assert stop.input["questions"] >= 4

@@ -1,0 +1,73 @@
+"""The LLM patient on real iCraft-MD vignettes: the embedded model end to end, and a scripted loopback server
+where the exact prompts or an invalid reply must be controlled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clinrag.core.errors import InvalidInputError, StructuredOutputError
+from clinrag.eval.datasets import load_dataset
+from clinrag.llm.openai_compat import OpenAICompatible
+from clinrag.methods.meddx.llm_patient import LLMPatient
+from tests.openai_server import chat_body
+
+
+@pytest.fixture(scope="module")
+def icraft_case(data_dir: Path):
+    return load_dataset("icraft-md", data_dir=data_dir).cases[0]
+
+
+def test_embedded_patient_answers_with_a_typed_reply(embedded, icraft_case) -> None:
+    patient = LLMPatient.for_case(embedded, icraft_case)
+    for question in ("What brings you in today?", "Do you have a fever?"):
+        turn = patient.ask(question)
+        assert turn.answer.answer in ("yes", "no", "I don't know")
+        assert turn.text().startswith(("Yes.", "No.", "I don't know."))
+    assert [t.question for t in patient.dialogue] == ["What brings you in today?", "Do you have a fever?"]
+    assert patient.usage.calls == 2 and patient.usage.completion_tokens > 0
+
+
+def test_prompts_hold_the_profile_and_the_dialogue_so_far(server, icraft_case) -> None:
+    # The loopback server stands in for a model server, so the requests the patient sends can be read.
+    server.replies = [
+        (200, chat_body(json.dumps({"answer": "yes", "details": "The spots started on my belly."})), 0.0),
+        (200, chat_body(json.dumps({"answer": "I don't know", "details": ""})), 0.0),
+    ]
+    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k")
+    patient = LLMPatient.for_case(model, icraft_case)
+    first = patient.ask("Do you have spots on your skin?")
+    second = patient.ask("Have you travelled abroad recently?")
+    assert first.text() == "Yes. The spots started on my belly."
+    assert second.text() == "I don't know."
+    system, user = server.requests[1]["messages"]
+    assert all(fact in system["content"] for fact in icraft_case.patient.findings)
+    assert icraft_case.patient.initial_presentation in user["content"]
+    assert (
+        "Doctor: Do you have spots on your skin?\nPatient: Yes. The spots started on my belly."
+        in user["content"]
+    )
+    assert user["content"].endswith("Doctor: Have you travelled abroad recently?")
+    assert "Have you travelled" not in server.requests[0]["messages"][1]["content"]
+
+
+def test_invalid_reply_is_a_typed_error_and_not_a_turn(server, icraft_case) -> None:
+    server.replies = [(200, chat_body('{"answer": "maybe", "details": "hard to say"}'), 0.0)]
+    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k")
+    patient = LLMPatient.for_case(model, icraft_case)
+    with pytest.raises(StructuredOutputError):
+        patient.ask("Do you have a fever?")
+    assert patient.dialogue == []
+
+
+def test_empty_or_huge_question_is_refused(server, icraft_case) -> None:
+    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k")
+    patient = LLMPatient.for_case(model, icraft_case)
+    for question in ("  ", "why? " * 400):
+        with pytest.raises(InvalidInputError):
+            patient.ask(question)
+    assert server.requests == []
+    with pytest.raises(InvalidInputError, match="no patient findings"):
+        LLMPatient.for_case(model, icraft_case.model_copy(update={"patient": None}))
