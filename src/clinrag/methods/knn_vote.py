@@ -11,6 +11,7 @@ from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case, RankedDiagnosis, StructuredResult
 from clinrag.embed.base import Embedder
 from clinrag.methods.base import Method, MethodContext, MethodSpec
+from clinrag.methods.options import option_key
 from clinrag.patients.record import PatientRecord
 from clinrag.patients.similarity import SimilarPatients, label_vote, patient_evidence
 
@@ -58,22 +59,14 @@ class KnnVote(Method):
         ddx = [RankedDiagnosis(name=label, probability=share) for label, share in top]
         choices = [label for label, share in shares.items() if share >= self.select_threshold]
         answer.result = StructuredResult(
-            choice=_option_key(ddx[0].name, case.options),
-            choices=[_option_key(label, case.options) for label in choices],
+            choice=option_key(ddx[0].name, case.options),
+            choices=[option_key(label, case.options) for label in choices],
             ddx=ddx,
         )
         answer.text = "Votes of the most similar patients: " + "; ".join(
             f"{d.name} {d.probability:.0%}" for d in ddx
         )
         return answer
-
-
-def _option_key(label: str, options: dict[str, str]) -> str:
-    """The option key whose text is `label` (labels are option texts), or the label itself."""
-    for key, text in options.items():
-        if text == label:
-            return key
-    return label
 
 
 def build(context: MethodContext) -> KnnVote:

@@ -16,6 +16,11 @@ DDX_SIZE = 10
 CHOICE_TASKS = ("diagnosis", "multiple_choice", "ddx")
 
 
+def option_key(label: str, options: dict[str, str]) -> str:
+    """The option key whose text is `label` (labels are option texts), or the label itself."""
+    return next((key for key, text in options.items() if text == label), label)
+
+
 async def score_choice(
     model: ChatModel, request: ChatRequest, case: Case, answer: Answer
 ) -> dict[str, float]:

@@ -151,6 +151,17 @@ class EvidenceDecoder:
         name, separator, value = code.partition(_VALUE_SEPARATOR)
         return name, (value if separator else None)
 
+    @classmethod
+    def values_by_evidence(cls, codes: Iterable[str]) -> dict[str, frozenset[str]]:
+        """Evidence name → its coded values (empty for a binary evidence), for the evidences in `codes`."""
+        values: dict[str, set[str]] = {}
+        for code in codes:
+            name, value = cls.split(code)
+            bucket = values.setdefault(name, set())
+            if value is not None:
+                bucket.add(value)
+        return {name: frozenset(found) for name, found in values.items()}
+
     def question(self, name: str) -> str | None:
         entry = self.evidences.get(name)
         text = entry.get("question_en") if isinstance(entry, dict) else None

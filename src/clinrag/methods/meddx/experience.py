@@ -16,6 +16,7 @@ from clinrag.core.models import Answer, Case, DdxSnapshot, RankedDiagnosis, Stru
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.meddx.experience_policy import ExperienceModel
 from clinrag.methods.meddx.structured_patient import Reply, StructuredPatient, evidence_catalogue
+from clinrag.methods.options import option_key
 from clinrag.patients.similarity import patient_evidence
 
 DDX_SIZE = 10
@@ -132,8 +133,9 @@ class ExperienceQuestioning(Method):
         if not ddx:
             answer.error = "no past patient is compatible with the answers"
             return answer
-        choice = next((key for key, text in case.options.items() if text == ddx[0].name), ddx[0].name)
-        answer.result = StructuredResult(choice=choice, ddx=ddx, ddx_history=history)
+        answer.result = StructuredResult(
+            choice=option_key(ddx[0].name, case.options), ddx=ddx, ddx_history=history
+        )
         summary = "; ".join(f"{d.name} {d.probability:.0%}" for d in ddx)
         answer.text = "\n".join([*dialogue, f"Differential after {len(dialogue)} questions: {summary}"])
         return answer

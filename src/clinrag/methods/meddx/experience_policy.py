@@ -14,27 +14,16 @@ expectation under the current weights, the lowest entropy of that distribution."
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from clinrag.core.errors import InvalidInputError
+from clinrag.patients.loaders import EvidenceDecoder
 from clinrag.patients.record import PatientRecord
 
-EVIDENCE_SEPARATOR = "_@_"
 ABSENT = 0  # the signature id of "the patient does not have this evidence"
-
-
-def coded_answers(codes: Iterable[str]) -> dict[str, frozenset[str]]:
-    """Evidence name → its coded values (empty for a binary evidence) for the evidences a profile has."""
-    values: dict[str, set[str]] = {}
-    for code in codes:
-        name, separator, value = code.partition(EVIDENCE_SEPARATOR)
-        bucket = values.setdefault(name, set())
-        if separator:
-            bucket.add(value)
-    return {name: frozenset(found) for name, found in values.items()}
 
 
 @dataclass(frozen=True)
@@ -64,7 +53,7 @@ class ExperienceModel:
             raise InvalidInputError(
                 f"experience-driven questioning needs past patients with a label and coded {field!r} findings"
             )
-        answers = [coded_answers(r.codes[field]) for r in kept]
+        answers = [EvidenceDecoder.values_by_evidence(r.codes[field]) for r in kept]
         self.evidences = sorted({name for profile in answers for name in profile})
         self._column = {name: i for i, name in enumerate(self.evidences)}
         # Per evidence: value set → signature id (0 is "absent").

@@ -42,12 +42,7 @@ class StructuredPatient:
                 "the structured patient needs a coded interactive dataset such as ddxplus-interactive"
             )
         self.catalogue = catalogue
-        self._values: dict[str, set[str]] = {}
-        for code in hidden:
-            name, value = catalogue.split(code)
-            bucket = self._values.setdefault(name, set())
-            if value is not None:
-                bucket.add(value)
+        self._values = catalogue.values_by_evidence(hidden)
         self.initial_evidence = catalogue.split(initial)[0]
         self.revealed: dict[str, Reply] = {}
 
@@ -62,7 +57,7 @@ class StructuredPatient:
         if self.catalogue.question(evidence) is None:
             raise InvalidInputError(f"unknown evidence {evidence!r}: not in the evidence catalogue")
         present = evidence in self._values
-        values = frozenset(self._values.get(evidence, ()))
+        values = self._values.get(evidence, frozenset())
         if not present:
             text = "No."
         elif not values:
