@@ -299,7 +299,12 @@ def test_report_with_turns_k_series_umap_and_two_datasets(
 
     dirs = [tmp_path / "meddx", tmp_path / "static"] + [tmp_path / f"rag-k{k}" for k in ks]
     text = write_report(dirs, tmp_path / "out", patients=(vectors, labels), win_matrix=win).read_text()
-    assert_valid_tables(text)
+    tables = assert_valid_tables(text)
+    (per_turn,) = [t for t in tables if t[0][:3] == ["run", "iteration", "questions asked"]]
+    assert [row[:3] for row in per_turn[1:]] == [["meddx", str(i), f"{2 * i:.2f}"] for i in range(3)]
+    for i, row in enumerate(per_turn[1:]):  # GTPA@5 per iteration, from the revealed candidates
+        expected = np.mean([r["diagnosis"] in r["ddx"][: 1 + 2 * i][:5] for r in ddx_rows])
+        assert row[per_turn[0].index("gtpa@5")] == f"{expected:.3f}"
     assert "## Dataset `ddxplus`" in text and "## Dataset `medqa`" in text
     assert "rank (lower is better)" in text
     # the static run has no turns; the interactive one does

@@ -24,12 +24,13 @@ METRIC_ORDER = (
     "gtpa@10",
     "rank",
     "delta_progress",
+    "questions_asked",
     "rouge_l",
     "bleu4",
     "meteor",
 )
 # For these, a smaller score is better (a win of A in PairedStats is then a worse case for A).
-LOWER_IS_BETTER = frozenset({"rank"})
+LOWER_IS_BETTER = frozenset({"rank", "questions_asked"})
 
 
 class Comparison(BaseModel):

@@ -103,6 +103,7 @@ def score_case(case: Case, answer: Answer) -> tuple[dict[str, float], list[TurnS
         ]
         if turns:
             scores["delta_progress"] = delta_progress(turns[0].scores["rank"], turns[-1].scores["rank"])
+            scores["questions_asked"] = float(turns[-1].questions_asked)
     if case.task == "free_text" and gold.answer:
         from clinrag.eval.text_metrics import text_scores  # nltk/rouge load only when text is scored
 

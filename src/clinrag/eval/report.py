@@ -239,7 +239,21 @@ def _turn_section(runs: list[_Run], out_dir: Path, stem: str) -> list[str]:
     if not with_turns:
         return []
     image = plots.turn_curves(with_turns, out_dir / f"{stem}-turns.png")
-    return ["### Differential vs questions asked", "", f"![turn curves]({image.name})", ""]
+    header = ["run", "iteration", "questions asked", *plots.TURN_METRICS]
+    rows = [
+        [label, str(point.iteration), f"{point.questions_asked:.2f}"]
+        + [f"{point.scores[name]:.3f}" if name in point.scores else "—" for name in plots.TURN_METRICS]
+        for label, results in with_turns.items()
+        for point in plots.turn_curve(results)
+    ]
+    return [
+        "### Differential vs questions asked",
+        "",
+        f"![turn curves]({image.name})",
+        "",
+        *_table(header, rows),
+        "",
+    ]
 
 
 def _k_section(runs: list[_Run], out_dir: Path, stem: str) -> list[str]:

@@ -12,6 +12,7 @@ def _specs() -> dict[str, MethodSpec]:
     # `--help` and name validation fast.
     from clinrag.methods import cot, deepdoctor, direct, doctorrag, graph_infer, imedrag, knn_vote, rag
     from clinrag.methods.meddx import experience as meddx_experience
+    from clinrag.methods.meddx import method as meddx
 
     specs = (
         direct.SPEC,
@@ -22,6 +23,7 @@ def _specs() -> dict[str, MethodSpec]:
         deepdoctor.SPEC,
         graph_infer.SPEC,
         knn_vote.SPEC,
+        meddx.SPEC,
         meddx_experience.SPEC,
     )
     return {spec.name: spec for spec in specs}

@@ -34,7 +34,7 @@ EMPTY_NARRATIVES = "records without any narrative text"
 
 DDXPLUS_COLUMNS = ("age", "top5_diagnoses", "sex", "diagnosis", "features", "feature_id")
 _SEX_WORDS = {"M": "male", "F": "female"}
-_VALUE_SEPARATOR = "_@_"
+VALUE_SEPARATOR = "_@_"
 _MASK = "[MASK]"
 _YES_NO = {"Y": "Yes", "N": "No"}
 
@@ -148,7 +148,7 @@ class EvidenceDecoder:
 
     @staticmethod
     def split(code: str) -> tuple[str, str | None]:
-        name, separator, value = code.partition(_VALUE_SEPARATOR)
+        name, separator, value = code.partition(VALUE_SEPARATOR)
         return name, (value if separator else None)
 
     @classmethod
@@ -182,7 +182,7 @@ class EvidenceDecoder:
                 return _YES_NO.get(text.strip(), text.strip())
         if value.startswith("V_"):
             if report is not None:
-                report.unknown(f"{name}{_VALUE_SEPARATOR}{value}")
+                report.unknown(f"{name}{VALUE_SEPARATOR}{value}")
             return value
         scale = [item for item in entry.get("possible-values") or [] if isinstance(item, int | float)]
         if scale and len(scale) == len(entry.get("possible-values") or []):
@@ -204,7 +204,7 @@ class EvidenceDecoder:
             if question is None:
                 if report is not None:
                     report.unknown(name)
-                shown = [f"{name}{_VALUE_SEPARATOR}{value}" for value in raw_values] or [name]
+                shown = [f"{name}{VALUE_SEPARATOR}{value}" for value in raw_values] or [name]
                 findings.append((name, ", ".join(shown)))
                 continue
             if not raw_values:

@@ -1,0 +1,123 @@
+"""MEDDxAgent's diagnosis-strategy agent: a ranked differential of ten from the case's options, from the
+patient as known so far and the latest knowledge summary, by one of five strategies — zero-shot, chain of
+thought, fixed few-shot, dynamic few-shot (the most similar past patients as the examples), and chain of
+thought with dynamic few-shot.
+
+Every option is scored by its per-token log-likelihood as the continuation of the prompt (after the
+reasoning, for the chain-of-thought strategies), so the differential is a distribution over all options and
+never a parse failure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.core.models import Answer, Case, Evidence, RankedDiagnosis
+from clinrag.llm.base import ChatModel, ChatRequest
+from clinrag.methods.meddx.consultation import Consultation
+from clinrag.patients.record import PatientRecord
+from clinrag.patients.similarity import Neighbours, SimilarPatients, patient_evidence
+
+Strategy = Literal["zero_shot", "cot", "fixed_few_shot", "dynamic_few_shot", "cot_dynamic_few_shot"]
+DDX_SIZE = 10
+EXAMPLE_CHARS = 500
+
+SYSTEM = "You are an expert physician making a differential diagnosis."
+EXAMPLE = "Example patient: {text}\nDiagnosis: {label}"
+BODY = """{examples}Patient: {profile}
+{knowledge}
+Candidate diagnoses:
+{options}"""
+CONCLUDE = "\n\nThe most likely diagnosis is:"
+REASON = """{body}
+
+Think step by step: which candidate diagnoses fit this patient's findings best, and which do not? \
+Answer in at most five sentences."""
+
+
+@dataclass
+class DiagnosisAgent:
+    model: ChatModel
+    strategy: Strategy = "zero_shot"
+    records: Sequence[PatientRecord] = ()
+    labels: dict[str, list[str]] | None = None
+    shots: int = 3
+    reasoning_tokens: int = 192
+
+    def __post_init__(self) -> None:
+        if self.strategy.endswith("few_shot") and not any(
+            (self.labels or {}).get(r.id) for r in self.records
+        ):
+            raise InvalidInputError(
+                f"the {self.strategy} strategy needs a patient base with labelled patients"
+            )
+        self.similar = SimilarPatients(self.records) if "dynamic" in self.strategy else None
+
+    def diagnose(
+        self, consultation: Consultation, answer: Answer
+    ) -> tuple[list[RankedDiagnosis], list[Evidence]]:
+        """The differential, and the example patients shown (as evidence)."""
+        case = consultation.case
+        texts = list(case.options.values())
+        if not texts:
+            raise InvalidInputError(f"case {case.id} has no options to rank a differential from")
+        knowledge = consultation.knowledge_text()
+        examples = self._examples(consultation)
+        body = BODY.format(
+            examples="".join(f"{_example(r, self.labels)}\n\n" for r, _ in examples),
+            profile=consultation.profile_text(),
+            knowledge=f"\nRelevant medical knowledge: {knowledge}\n" if knowledge else "",
+            options="\n".join(f"- {t}" for t in texts),
+        )
+        prompt = body + CONCLUDE
+        with answer.trace.step("meddx.diagnosis", strategy=self.strategy, options=len(texts)) as step:
+            if self.strategy.startswith("cot"):
+                request = ChatRequest.of(
+                    REASON.format(body=body), system=SYSTEM, max_tokens=self.reasoning_tokens
+                )
+                completion = self.model.complete(request)
+                answer.usage += completion.usage
+                step.usage += completion.usage
+                step.output["reasoning"] = completion.text
+                prompt = f"{body}\n\nReasoning: {completion.text.strip()}{CONCLUDE}"
+            scores = self.model.score_options(ChatRequest.of(prompt, system=SYSTEM), [f" {t}" for t in texts])
+            answer.usage += scores.usage
+            step.usage += scores.usage
+            # Per-token means: summed log-likelihoods would favour the shortest names.
+            probabilities = scores.probabilities("mean")
+            order = sorted(range(len(texts)), key=lambda i: -probabilities[i])[:DDX_SIZE]
+            ddx = [RankedDiagnosis(name=texts[i], probability=probabilities[i]) for i in order]
+            step.output["ddx"] = [[d.name, round(d.probability or 0.0, 4)] for d in ddx]
+            step.output["examples"] = [r.id for r, _ in examples]
+        return ddx, patient_evidence(examples, self.labels)
+
+    def _examples(self, consultation: Consultation) -> Neighbours:
+        """The labelled example patients of a few-shot strategy (with their similarity when dynamic)."""
+        if not self.strategy.endswith("few_shot"):
+            return []
+        if self.similar is not None:
+            _, found = self.similar.find(consultation.current_case(), self.shots)
+            return [(r, s) for r, s in found if (self.labels or {}).get(r.id)]
+        return [(r, 1.0) for r in self._fixed(consultation.case)]
+
+    def _fixed(self, case: Case) -> list[PatientRecord]:
+        """The first labelled patient of each diagnosis in the base's order, never the case itself."""
+        chosen: dict[str, PatientRecord] = {}
+        for record in self.records:
+            label = (self.labels or {}).get(record.id)
+            if label and record.id != case.id and label[0] not in chosen:
+                chosen[label[0]] = record
+                if len(chosen) == self.shots:
+                    break
+        return list(chosen.values())
+
+
+def _example(record: PatientRecord, labels: dict[str, list[str]] | None) -> str:
+    return EXAMPLE.format(text=_clip(record.narrative), label="; ".join((labels or {})[record.id]))
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= EXAMPLE_CHARS else text[:EXAMPLE_CHARS].rsplit(" ", 1)[0] + " …"

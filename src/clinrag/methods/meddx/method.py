@@ -1,0 +1,195 @@
+"""`meddx`: MEDDxAgent — the DDxDriver over history taking, knowledge retrieval and a diagnosis strategy,
+for interactive differential diagnosis from the initial information.
+
+The patient is the structured patient behind question matching on coded datasets (DDXPlus), else the LLM
+patient (iCraft-MD). `components` leaves parts out: `["diagnosis"]` is the diagnosis-strategy-only baseline
+(DS-only), `["knowledge", "diagnosis"]` the knowledge-retrieval baseline (KR-only). The differential after
+each diagnosis is in `ddx_history` (per-iteration GTPA, rank and Δprogress); the knowledge cited and the
+example patients shown are the evidence; the patient simulator's own model calls are reported in the trace
+(`meddx.patient`), not counted as the method's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.core.models import Answer, Case, StructuredResult
+from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
+from clinrag.methods.meddx.consultation import Consultation
+from clinrag.methods.meddx.diagnosis_agent import DiagnosisAgent, Strategy
+from clinrag.methods.meddx.driver import ORDER, Component, DDxDriver, DriverConfig
+from clinrag.methods.meddx.history_taking import ExperienceAdvisor, HistoryTaker
+from clinrag.methods.meddx.interviewee import (
+    CodedInterviewee,
+    Interviewee,
+    QuestionMatcher,
+    SimulatedInterviewee,
+)
+from clinrag.methods.meddx.knowledge_agent import GraphSource, KnowledgeAgent
+from clinrag.methods.meddx.llm_patient import LLMPatient
+from clinrag.methods.meddx.structured_patient import StructuredPatient, evidence_catalogue
+from clinrag.methods.options import option_key
+
+SourceName = Literal["kb", "graph", "literature"]
+DRIVER_FIELDS = {"mode", "iterations", "questions", "stable_top_k", "stable_for", "retries", "max_steps"}
+
+
+class MeddxConfig(MethodConfig):
+    method_name: ClassVar[str] = "meddx"
+
+    mode: Literal["fixed", "dynamic"] = "fixed"
+    iterations: int = Field(default=3, ge=1, le=10)
+    questions: int = Field(default=5, ge=1, le=50)  # per history-taking step
+    components: list[Component] = Field(default_factory=lambda: list(ORDER))
+    strategy: Strategy = "zero_shot"
+    shots: int = Field(default=3, ge=1, le=10)
+    sources: list[SourceName] | None = None  # null: every source that is configured
+    kb: str | None = None
+    graph: str | None = None
+    patient: Literal["auto", "structured", "llm"] = "auto"
+    stop_on_goals: bool = False  # the doctor may end an interview early by saying its goals are met
+    experience_goals: bool = False  # the experience policy suggests the doctor's next question (coded data)
+    stable_top_k: int = Field(default=0, ge=0, le=10)
+    stable_for: int = Field(default=1, ge=1, le=5)
+    retries: int = Field(default=2, ge=0, le=5)
+    max_steps: int = Field(default=20, ge=1, le=100)
+
+    @field_validator("components", "sources", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        return (
+            [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+        )
+
+    @model_validator(mode="after")
+    def _diagnosis_included(self) -> MeddxConfig:
+        if "diagnosis" not in self.components:
+            raise ValueError("components must include diagnosis (it makes the differential)")
+        if len(set(self.components)) != len(self.components):
+            raise ValueError("components must not repeat")
+        return self
+
+
+class Meddx(Method):
+    name = "meddx"
+
+    def __init__(self, driver: DDxDriver, config: MeddxConfig, *, context: MethodContext) -> None:
+        self.driver = driver
+        self.config = config
+        self.model = driver.diagnosis.model
+        self._context = context
+        self._matchers: dict[str, QuestionMatcher] = {}  # one per catalogue: its questions embedded once
+
+    def answer(self, case: Case) -> Answer:
+        answer = Answer(case_id=case.id, method=self.name)
+        interviewee = self._interviewee(case) if "history" in self.config.components else None
+        consultation = Consultation(case, interviewee)
+        stop = self.driver.run(consultation, answer)
+        with answer.trace.step("meddx.stop", questions=len(consultation.exchanges)) as step:
+            step.output = {"reason": stop, "diagnoses": len(consultation.history)}
+        if interviewee is not None:
+            with answer.trace.step("meddx.patient", kind=type(interviewee).__name__) as step:
+                step.usage = interviewee.usage
+                step.output = {"calls": interviewee.usage.calls, "codes": interviewee.codes()}
+        return _finish(answer, consultation, stop)
+
+    def _interviewee(self, case: Case) -> Interviewee:
+        catalogue = case.meta.get("evidence_catalogue")
+        coded = isinstance(catalogue, str) and "hidden_evidence" in case.meta
+        kind = self.config.patient
+        if kind == "structured" or (kind == "auto" and coded):
+            if not coded:
+                raise InvalidInputError(
+                    f"case {case.id} is not coded: the structured patient cannot answer it"
+                )
+            patient = StructuredPatient(case, evidence_catalogue(catalogue))
+            patient.initial()  # what the clinician heard first is known from the start
+            return CodedInterviewee(patient, self._matcher(catalogue))
+        return SimulatedInterviewee(LLMPatient.for_case(self._context.chat_model, case))
+
+    def _matcher(self, catalogue: str) -> QuestionMatcher:
+        if catalogue not in self._matchers:
+            self._matchers[catalogue] = QuestionMatcher(evidence_catalogue(catalogue), self._context.embedder)
+        return self._matchers[catalogue]
+
+
+def _finish(answer: Answer, consultation: Consultation, stop: str) -> Answer:
+    case = consultation.case
+    if not consultation.history:
+        answer.error = f"no differential was made (stopped: {stop})"
+        answer.text = consultation.dialogue_text()
+        return answer
+    ddx = consultation.ddx
+    answer.result = StructuredResult(
+        choice=option_key(ddx[0].name, case.options), ddx=ddx, ddx_history=consultation.history
+    )
+    parts = [consultation.dialogue_text()] if consultation.exchanges else []
+    parts += [f"Knowledge: {note.summary}" for note in consultation.notes[-1:]]
+    parts.append("Differential: " + "; ".join(f"{d.name} {d.probability or 0:.0%}" for d in ddx))
+    answer.text = "\n\n".join(parts)
+    return answer
+
+
+def _knowledge_agent(context: MethodContext, config: MeddxConfig) -> KnowledgeAgent:
+    from clinrag.knowledge.base import INFO_FILE
+    from clinrag.literature.config import build_literature_search, literature_config
+
+    settings = context.settings
+    kb_dir = Path(config.kb) if config.kb else settings.knowledge_base_path
+    graph_uri = config.graph or settings.graph_uri
+    home_graph = settings.home / "graph" / "falkordb"
+    literature = build_literature_search(literature_config(settings))
+    available = {
+        "kb": (kb_dir / INFO_FILE).is_file(),
+        "graph": bool(graph_uri) or home_graph.is_dir(),
+        "literature": bool(literature.sources),
+    }
+    wanted = config.sources if config.sources is not None else [s for s, ok in available.items() if ok]
+    missing = [s for s in wanted if not available[s]]
+    if missing or not wanted:
+        raise InvalidInputError(
+            f"knowledge retrieval has no {', '.join(missing) or 'source'}: build a knowledge base "
+            "(`clinrag kb build`) or a graph (`clinrag graph build`), configure the literature, or leave "
+            "knowledge out of the components"
+        )
+    return KnowledgeAgent(
+        context.chat_model,
+        knowledge_base=context.knowledge_base(str(kb_dir), param="kb") if "kb" in wanted else None,
+        graph=GraphSource(context.graph_store(graph_uri), graph_uri or "graph")
+        if "graph" in wanted
+        else None,
+        literature=literature if "literature" in wanted else None,
+    )
+
+
+def build(context: MethodContext) -> Meddx:
+    config = MeddxConfig.from_params(dict(context.params))
+    components = tuple(c for c in ORDER if c in config.components)
+    advisor = None
+    if config.experience_goals:
+        from clinrag.methods.meddx.experience_policy import ExperienceModel
+
+        advisor = ExperienceAdvisor(ExperienceModel(context.experience, context.labels))
+    driver = DDxDriver(
+        model=context.chat_model if config.mode == "dynamic" else None,
+        diagnosis=DiagnosisAgent(
+            context.chat_model, config.strategy, context.experience, context.labels, shots=config.shots
+        ),
+        history=HistoryTaker(context.chat_model, advisor, config.stop_on_goals)
+        if "history" in components
+        else None,
+        knowledge=_knowledge_agent(context, config) if "knowledge" in components else None,
+        config=DriverConfig(components=components, **config.model_dump(include=DRIVER_FIELDS)),
+    )
+    return Meddx(driver, config, context=context)
+
+
+SPEC = MethodSpec(
+    name="meddx",
+    description="MEDDxAgent: DDxDriver over history taking, knowledge retrieval and a diagnosis strategy",
+    build=build,
+    uses_llm=True,
+)
