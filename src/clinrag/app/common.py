@@ -1,6 +1,9 @@
-"""What every command group shares: consoles, settings from the command context, the usage table."""
+"""What every command group shares: consoles, settings from the command context, the usage table, options."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -31,3 +34,12 @@ def usage_table(usage: Usage) -> Table:
     ]:
         table.add_row(name, str(value))
     return table
+
+
+# The patient-base options shared by `consult` and `serve`.
+PatientsOption = Annotated[Path | None, typer.Option(help="A built patient base (`clinrag patients build`).")]
+PatientsDatasetOption = Annotated[
+    Literal["ddxplus", "dialmed", "icraft", "synthetic"] | None,
+    typer.Option(help="Build the patient base from this dataset (with --patients-path; built once)."),
+]
+PatientsPathOption = Annotated[Path | None, typer.Option(help="The dataset's file or folder.")]

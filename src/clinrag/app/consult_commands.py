@@ -9,7 +9,14 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Table
 
-from clinrag.app.common import out, settings_from, usage_table
+from clinrag.app.common import (
+    PatientsDatasetOption,
+    PatientsOption,
+    PatientsPathOption,
+    out,
+    settings_from,
+    usage_table,
+)
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case
 
@@ -26,14 +33,9 @@ def consult(
             help="Build the knowledge base from these sources (as `kb build -s`; built once, then reused).",
         ),
     ] = None,
-    patients: Annotated[
-        Path | None, typer.Option(help="A built patient base (`clinrag patients build`).")
-    ] = None,
-    patients_dataset: Annotated[
-        Literal["ddxplus", "dialmed", "icraft", "synthetic"] | None,
-        typer.Option(help="Build the patient base from this dataset (with --patients-path; built once)."),
-    ] = None,
-    patients_path: Annotated[Path | None, typer.Option(help="The dataset's file or folder.")] = None,
+    patients: PatientsOption = None,
+    patients_dataset: PatientsDatasetOption = None,
+    patients_path: PatientsPathOption = None,
     iterations: Annotated[int, typer.Option(min=0, max=10, help="Med-TextGrad iterations T (0 = off).")] = 3,
     k_statements: Annotated[int, typer.Option(min=1, max=50, help="Knowledge statements retrieved.")] = 5,
     k_patients: Annotated[int, typer.Option(min=1, max=50, help="Similar patients retrieved.")] = 3,

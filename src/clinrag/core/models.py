@@ -6,7 +6,9 @@ Pydantic models because all of these cross boundaries: dataset files, HTTP, eval
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -95,6 +97,12 @@ class TraceStep(BaseModel):
     usage: Usage = Field(default_factory=Usage)
 
 
+# Called with every trace step as it ends, in the context that set it (e.g. a server streaming progress);
+# contexts are copied into worker threads and tasks, so steps of a method running there are seen too.
+StepListener = Callable[["TraceStep"], None]
+STEP_LISTENER: ContextVar[StepListener | None] = ContextVar("clinrag_step_listener", default=None)
+
+
 class Trace(BaseModel):
     steps: list[TraceStep] = Field(default_factory=list)
 
@@ -111,6 +119,9 @@ class Trace(BaseModel):
         finally:
             record.duration_s = time.perf_counter() - started
             self.steps.append(record)
+            listener = STEP_LISTENER.get()
+            if listener is not None:
+                listener(record)
 
 
 class DdxSnapshot(BaseModel):

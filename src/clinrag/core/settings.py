@@ -127,6 +127,14 @@ class Settings(BaseSettings):
     judge_base_url: str | None = None
     judge_api_key: SecretStr | None = None
 
+    # HTTP API and web UI (`clinrag serve`): the bearer token (required when binding beyond loopback), the
+    # largest request body, the time one request may take, and whether patient text may appear in logs.
+    api_token: SecretStr | None = None
+    api_max_body_bytes: int = Field(default=1_000_000, ge=1_024)
+    api_timeout_s: float = Field(default=600.0, gt=0)
+    api_log_text: bool = False
+    ui_assets_path: Path | None = None  # the folder holding htmx.min.js (default: installed by install.sh)
+
     @classmethod
     def settings_customise_sources(
         cls,

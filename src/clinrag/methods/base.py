@@ -22,6 +22,8 @@ from clinrag.patients.record import PatientRecord
 if TYPE_CHECKING:
     from clinrag.graph.store import GraphStore
     from clinrag.knowledge.base import KnowledgeBase
+    from clinrag.patients.base import PatientBase
+    from clinrag.patients.similarity import SimilarPatients
 
 
 class Method(ABC):
@@ -58,7 +60,8 @@ class MethodConfig(BaseModel):
 class MethodContext:
     """What a method may be built from. Models are built on first use, so a method that needs no LLM never
     loads one; `experience` is the patient base (e.g. the training split of the evaluated dataset) and
-    `labels` maps each of its record ids to labels in the cases' answer space."""
+    `labels` maps each of its record ids to labels in the cases' answer space; `patient_base` is the same
+    records as a saved base whose narratives are already embedded, when there is one."""
 
     settings: Settings
     params: dict[str, Any] = field(default_factory=dict)
@@ -66,6 +69,15 @@ class MethodContext:
     labels: dict[str, list[str]] = field(default_factory=dict)
     chat_model_factory: Callable[[Settings], ChatModel] | None = None
     embedder_factory: Callable[[Settings], Embedder] | None = None
+    patient_base: PatientBase | None = None
+
+    def similar_patients(self) -> SimilarPatients:
+        """Similar-patient search over the experience (the saved base's index when there is one)."""
+        from clinrag.patients.similarity import SimilarPatients
+
+        if self.patient_base is not None:
+            return SimilarPatients.from_base(self.patient_base)
+        return SimilarPatients(self.experience, embedder=lambda: self.embedder)
 
     @cached_property
     def chat_model(self) -> ChatModel:

@@ -338,7 +338,7 @@ def build(context: MethodContext) -> DoctorRAG:
         tagger = build_tagger(context.settings, context.embedder) if config.use_tags else None
     patients = None
     if config.use_patients and context.experience:
-        patients = SimilarPatients(context.experience, embedder=lambda: context.embedder)
+        patients = context.similar_patients()
     refiner = MedTextGrad(model, config.refiner_config()) if config.refine_iterations else None
     return DoctorRAG(
         model,

@@ -6,6 +6,7 @@ top diagnosis reaches `confidence`. The differential is snapshotted at each chec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -17,6 +18,7 @@ from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.meddx.experience_policy import ExperienceModel
 from clinrag.methods.meddx.structured_patient import Reply, StructuredPatient, evidence_catalogue
 from clinrag.methods.options import option_key
+from clinrag.patients.record import PatientRecord
 from clinrag.patients.similarity import patient_evidence
 
 DDX_SIZE = 10
@@ -141,16 +143,19 @@ class ExperienceQuestioning(Method):
         return answer
 
 
+def experience_model(
+    records: Sequence[PatientRecord], labels: dict[str, list[str]], config: ExperienceConfig
+) -> ExperienceModel:
+    return ExperienceModel(
+        records, labels, mismatch=config.mismatch, unseen=config.unseen, other_sex=config.other_sex
+    )
+
+
 def build(context: MethodContext) -> ExperienceQuestioning:
     config = ExperienceConfig.from_params(dict(context.params))
-    model = ExperienceModel(
-        context.experience,
-        context.labels,
-        mismatch=config.mismatch,
-        unseen=config.unseen,
-        other_sex=config.other_sex,
+    return ExperienceQuestioning(
+        experience_model(context.experience, context.labels, config), context.labels, config
     )
-    return ExperienceQuestioning(model, context.labels, config)
 
 
 SPEC = MethodSpec(

@@ -7,6 +7,7 @@ codes (iCraft-MD) is the LLM patient. Both record each exchange; the coded one a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
@@ -47,15 +48,22 @@ class Interviewee(Protocol):
 class QuestionMatcher:
     """The catalogue question closest in meaning to a free-text question, by embedding cosine."""
 
-    def __init__(self, catalogue: EvidenceDecoder, embedder: Embedder, threshold: float = MATCH_THRESHOLD):
+    def __init__(
+        self,
+        catalogue: EvidenceDecoder,
+        embedder: Embedder,
+        threshold: float = MATCH_THRESHOLD,
+        *,
+        names: Sequence[str] | None = None,  # the evidences to match among (default: all with a question)
+    ):
         self.catalogue = catalogue
         self.embedder = embedder
         self.threshold = threshold
+        self._names = [n for n in (names or catalogue.evidences) if catalogue.question(n)]
 
     @cached_property
     def _index(self) -> tuple[list[str], np.ndarray]:
-        names = [name for name in self.catalogue.evidences if self.catalogue.question(name)]
-        return names, self.embedder.encode([self.catalogue.question(n) or "" for n in names])
+        return self._names, self.embedder.encode([self.catalogue.question(n) or "" for n in self._names])
 
     def match(self, question: str) -> tuple[str | None, float]:
         """(the evidence asked about or None, the best cosine)."""

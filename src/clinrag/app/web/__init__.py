@@ -1,0 +1,1 @@
+"""clinrag's HTTP API and web UI (`clinrag serve`)."""

@@ -1,0 +1,293 @@
+"""The FastAPI application: the JSON API under /v1, the web UI, /healthz and the OpenAPI docs (served from
+local files, no CDN).
+
+Errors are JSON `{"error": ..., "detail": ...}`: 401 without the token, 413 for a body over the limit, 422
+for invalid input (a malformed body, an unknown method, a method that cannot be built as asked), 404 for an
+unknown session or evidence id, 503 when a model or the graph is unavailable, 504 past the per-request
+timeout. Logs name the method, sizes, status and time; patient text only with `api_log_text`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import ValidationError
+
+from clinrag.app.web.schemas import (
+    ConsultRequest,
+    DdxAnswer,
+    DdxChoice,
+    DdxExchangeOut,
+    DdxQuestionOut,
+    DdxSessionOut,
+    DdxStart,
+    ErrorOut,
+    Health,
+)
+from clinrag.app.web.security import BodyLimit, Unauthorized, check_token
+from clinrag.app.web.services import ConsultService, DdxService
+from clinrag.core.errors import (
+    ClinragError,
+    ConfigError,
+    GraphUnavailableError,
+    InvalidInputError,
+    ModelRequestError,
+    ModelUnavailableError,
+)
+from clinrag.core.models import STEP_LISTENER, Answer, Case, Evidence, TraceStep
+from clinrag.methods.meddx.interactive import DdxSession
+
+log = logging.getLogger("clinrag.api")
+ERRORS = {
+    404: {"model": ErrorOut},
+    401: {"model": ErrorOut},
+    413: {"model": ErrorOut},
+    422: {"model": ErrorOut},
+}
+STATUS = {
+    Unauthorized: 401,
+    InvalidInputError: 422,
+    ModelUnavailableError: 503,
+    GraphUnavailableError: 503,
+    ConfigError: 503,
+    ModelRequestError: 502,
+}
+
+
+class RequestTimeout(ClinragError):
+    """A request that ran past the per-request timeout."""
+
+
+def error_status(exc: Exception) -> int:
+    if isinstance(exc, RequestTimeout):
+        return 504
+    return next((status for kind, status in STATUS.items() if isinstance(exc, kind)), 500)
+
+
+def error_body(exc: Exception) -> dict[str, Any]:
+    return {"error": str(exc) or type(exc).__name__, "detail": type(exc).__name__}
+
+
+def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAPI:
+    settings = consult.settings
+    token = settings.api_token.get_secret_value() if settings.api_token else None
+    app = FastAPI(
+        title="clinrag",
+        description="Doctor-like medical reasoning with evidence: consultations, interactive differentials.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
+    app.state.consult, app.state.ddx = consult, ddx
+
+    def authorized(request: Request) -> None:
+        check_token(request, token)
+
+    @app.exception_handler(ClinragError)
+    async def _clinrag_error(request: Request, exc: ClinragError) -> JSONResponse:
+        status = error_status(exc)
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return JSONResponse(error_body(exc), status_code=status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [
+            {"where": ".".join(map(str, e.get("loc", ()))), "problem": e.get("msg", "")} for e in exc.errors()
+        ]
+        summary = "; ".join(f"{p['where']}: {p['problem']}" for p in problems[:5])
+        return JSONResponse({"error": f"invalid request: {summary}", "detail": problems}, status_code=422)
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail), "detail": None}, status_code=exc.status_code)
+
+    @app.get("/healthz", response_model=Health)
+    async def healthz() -> Health:
+        from clinrag.methods.registry import method_names
+
+        return Health(methods=method_names(), ddx=ddx is not None)
+
+    @app.post("/v1/consult", response_model=Answer, responses=ERRORS, dependencies=[Depends(authorized)])
+    async def consult_answer(body: ConsultRequest) -> Answer:
+        """Answer a case with a method; the answer carries its evidence and trace."""
+        return await answer_request(consult, body)
+
+    @app.post(
+        "/v1/consult/stream",
+        responses={**ERRORS, 200: {"content": {"text/event-stream": {}}}},
+        dependencies=[Depends(authorized)],
+    )
+    async def consult_stream(body: ConsultRequest) -> StreamingResponse:
+        """The same as /v1/consult as server-sent events: a `step` event as each step of the method ends,
+        then one `answer` (or `error`) event."""
+        await asyncio.to_thread(consult.method, body.method, body.params)  # invalid → 422 before streaming
+        return StreamingResponse(_events(body), media_type="text/event-stream")
+
+    @app.post(
+        "/v1/ddx/sessions",
+        response_model=DdxSessionOut,
+        status_code=201,
+        responses={**ERRORS, 503: {"model": ErrorOut}},
+        dependencies=[Depends(authorized)],
+    )
+    async def ddx_start(body: DdxStart) -> DdxSessionOut:
+        """Start an interactive differential from the main complaint; the reply holds the first question."""
+        service = _ddx()
+        session_id, session = await asyncio.to_thread(service.start, body.sex, body.complaint)
+        return session_view(service, session_id, session)
+
+    @app.get("/v1/ddx/sessions/{session_id}", response_model=DdxSessionOut, responses=ERRORS)
+    async def ddx_get(session_id: str, _: None = Depends(authorized)) -> DdxSessionOut:
+        service = _ddx()
+        return session_view(service, session_id, _session(service, session_id))
+
+    @app.post(
+        "/v1/ddx/sessions/{session_id}/answer",
+        response_model=DdxSessionOut,
+        responses=ERRORS,
+        dependencies=[Depends(authorized)],
+    )
+    async def ddx_answer(session_id: str, body: DdxAnswer) -> DdxSessionOut:
+        """Answer the pending question; the reply holds the updated differential and the next question."""
+        service = _ddx()
+        session = _session(service, session_id)
+        service.interactive.answer(session, body.answer, body.values)
+        return session_view(service, session_id, session)
+
+    @app.get(
+        "/v1/evidence/{evidence_id:path}",
+        response_model=Evidence,
+        responses=ERRORS,
+        dependencies=[Depends(authorized)],
+    )
+    async def evidence(evidence_id: str) -> Evidence:
+        """An evidence item of an answer this server gave."""
+        item = consult.evidence.get(evidence_id)
+        if item is None:
+            raise HTTPException(404, f"no evidence {evidence_id!r} in the answers this server has given")
+        return item
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> Any:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="clinrag API",
+            swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs-assets/swagger-ui.css",
+            swagger_favicon_url="/docs-assets/favicon-32x32.png",
+        )
+
+    import swagger_ui_bundle
+
+    app.mount("/docs-assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
+
+    from clinrag.app.web.ui import mount_ui
+
+    mount_ui(app, authorized)
+
+    async def _events(body: ConsultRequest) -> AsyncIterator[str]:
+        queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+
+        def on_step(step: TraceStep) -> None:
+            event = {"name": step.name, "duration_s": round(step.duration_s, 3), "error": step.error}
+            loop.call_soon_threadsafe(queue.put_nowait, ("step", event))
+
+        async def run() -> None:
+            STEP_LISTENER.set(on_step)  # this task's own context: the method's threads inherit it
+            # Queued as callbacks too, so they come after the steps whose callbacks are already scheduled.
+            try:
+                answer = await answer_request(consult, body)
+                loop.call_soon(queue.put_nowait, ("answer", answer.model_dump(mode="json")))
+            except Exception as exc:
+                loop.call_soon(queue.put_nowait, ("error", {**error_body(exc), "status": error_status(exc)}))
+            finally:
+                loop.call_soon(queue.put_nowait, None)
+
+        task = asyncio.create_task(run())
+        try:
+            while (item := await queue.get()) is not None:
+                kind, data = item
+                yield f"event: {kind}\ndata: {json.dumps(jsonable_encoder(data))}\n\n"
+        finally:
+            task.cancel()
+
+    def _ddx() -> DdxService:
+        if ddx is None:
+            raise ConfigError(
+                "interactive differentials need a DDXPlus folder: start the server with --ddx-data PATH "
+                "(release_conditions.json, release_evidences.json and a patients CSV)"
+            )
+        return ddx
+
+    return app
+
+
+async def answer_request(consult: ConsultService, body: ConsultRequest) -> Answer:
+    """Answer a consult request under the per-request timeout, logging it (text only with api_log_text)."""
+    settings = consult.settings
+    try:
+        case = Case(
+            id=f"api-{uuid.uuid4().hex[:12]}",
+            language=body.language,
+            task=body.task,
+            question=body.text,
+            options=body.options,
+        )
+    except ValidationError as exc:
+        raise InvalidInputError(f"invalid case: {exc.errors()[0]['msg']}") from None
+    started = time.perf_counter()
+    status = 200
+    try:
+        async with asyncio.timeout(settings.api_timeout_s):
+            return await consult.answer(case, body.method, body.params)
+    except TimeoutError:
+        status = 504
+        raise RequestTimeout(f"the answer took longer than {settings.api_timeout_s:g} s") from None
+    except Exception as exc:
+        status = error_status(exc)
+        raise
+    finally:
+        text = f" text={body.text!r}" if settings.api_log_text else ""
+        log.info(
+            "consult method=%s task=%s chars=%d status=%d %.2fs%s",
+            body.method, body.task, len(body.text), status, time.perf_counter() - started, text,
+        )  # fmt: skip
+
+
+def _session(service: DdxService, session_id: str) -> DdxSession:
+    try:
+        return service.get(session_id)
+    except KeyError:
+        raise HTTPException(404, f"no session {session_id!r} (sessions are kept in memory)") from None
+
+
+def session_view(service: DdxService, session_id: str, session: DdxSession) -> DdxSessionOut:
+    question = session.question
+    return DdxSessionOut(
+        session_id=session_id,
+        question=DdxQuestionOut(
+            evidence=question.evidence,
+            text=question.text,
+            kind=question.kind,
+            choices=[DdxChoice(value=v, text=t) for v, t in question.choices],
+        )
+        if question
+        else None,
+        differential=service.interactive.differential(session),
+        dialogue=[DdxExchangeOut(question=e.question, answer=e.answer) for e in session.dialogue],
+        questions_asked=len(session.dialogue) - 1,
+        done=session.done,
+        stop_reason=session.stop_reason,
+    )

@@ -1,0 +1,139 @@
+"""What the HTTP API serves from: methods built on demand (once per name and parameters), the evidence of
+the answers given (so a client can resolve an evidence id later), and interactive differential sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.core.models import Answer, Case, Evidence
+from clinrag.core.settings import Settings
+from clinrag.embed.base import Embedder
+from clinrag.llm.base import ChatModel
+from clinrag.methods.base import Method, MethodContext
+from clinrag.methods.meddx.interactive import DdxSession, InteractiveDdx
+from clinrag.methods.meddx.interviewee import QuestionMatcher
+from clinrag.patients.base import PatientBase
+
+V = TypeVar("V")
+
+
+class LruStore(Generic[V]):
+    """A thread-safe mapping that forgets its least recently used entries beyond `capacity`."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[str, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, key: str, value: V) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+
+    def get(self, key: str) -> V | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+
+class ConsultService:
+    """Answers cases with any registered method; a method is built once per (name, parameters)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        patient_base: PatientBase | None = None,
+        embedder: Callable[[Settings], Embedder] | None = None,
+        chat_model: Callable[[Settings], ChatModel] | None = None,
+        evidence_capacity: int = 50_000,
+    ) -> None:
+        self.settings = settings
+        self.patient_base = patient_base
+        self._embedder = embedder
+        self._chat_model = chat_model
+        self._methods: dict[str, Method] = {}
+        self._lock = threading.Lock()
+        self.evidence: LruStore[Evidence] = LruStore(evidence_capacity)
+
+    def method(self, name: str, params: dict[str, Any]) -> Method:
+        from clinrag.methods.registry import get_method
+
+        spec = get_method(name)  # an unknown name is an InvalidInputError listing the valid ones
+        key = f"{name}:{json.dumps(params, sort_keys=True, default=str)}"
+        with self._lock:
+            if key not in self._methods:
+                context = MethodContext(
+                    settings=self.settings,
+                    params=dict(params),
+                    experience=list(self.patient_base.records.values()) if self.patient_base else (),
+                    patient_base=self.patient_base,
+                    embedder_factory=self._embedder,
+                    chat_model_factory=self._chat_model,
+                )
+                self._methods[key] = spec.build(context)
+            return self._methods[key]
+
+    async def answer(self, case: Case, name: str, params: dict[str, Any]) -> Answer:
+        method = await asyncio.to_thread(self.method, name, params)
+        answer = await method.aanswer(case)
+        for item in answer.evidence:
+            self.evidence.put(item.id, item)
+        return answer
+
+
+class DdxService:
+    """Interactive differential sessions over a DDXPlus patient base (kept in memory, least recently used
+    forgotten beyond `capacity`). A complaint in words is matched to the closest starting symptom."""
+
+    def __init__(self, interactive: InteractiveDdx, matcher: QuestionMatcher, capacity: int = 1_000) -> None:
+        self.interactive = interactive
+        self.matcher = matcher
+        self.sessions: LruStore[DdxSession] = LruStore(capacity)
+        self._complaints = set(interactive.complaints())
+
+    @classmethod
+    def from_ddxplus(cls, folder: Path, embedder: Embedder) -> DdxService:
+        from clinrag.eval.datasets import load_dataset
+        from clinrag.methods.meddx.experience import ExperienceConfig, experience_model
+        from clinrag.methods.meddx.structured_patient import evidence_catalogue
+
+        dataset = load_dataset("ddxplus-interactive", folder)
+        catalogue = evidence_catalogue(dataset.cases[0].meta["evidence_catalogue"])
+        config = ExperienceConfig()
+        model = experience_model(dataset.records, dataset.labels, config)
+        interactive = InteractiveDdx(model, catalogue, config)
+        return cls(interactive, QuestionMatcher(catalogue, embedder, names=interactive.complaints()))
+
+    def start(self, sex: str | None, complaint: str) -> tuple[str, DdxSession]:
+        code = complaint.strip()
+        if code not in self._complaints:
+            matched, score = self.matcher.match(code)
+            if matched is None:
+                raise InvalidInputError(
+                    f"no symptom matches the complaint {complaint!r} (best similarity {score:.2f}): name one "
+                    "symptom, e.g. 'I have a cough'"
+                )
+            code = matched
+        session = self.interactive.start(sex, code)
+        session_id = uuid.uuid4().hex
+        self.sessions.put(session_id, session)
+        return session_id, session
+
+    def get(self, session_id: str) -> DdxSession:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise KeyError(session_id)
+        return session

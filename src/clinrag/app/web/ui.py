@@ -1,0 +1,133 @@
+"""The web UI: Jinja2 pages that talk to the server with HTMX (a local file, no CDN).
+
+`/` is the consultation page (the answer, every evidence item expandable, the method's trace as a
+timeline); `/ddx` the interactive differential (the system asks, the person answers, the differential and
+its probabilities update after each answer). The UI posts forms to /ui/…, which answer with HTML fragments;
+an error is shown in the page, not as an HTTP failure."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from pydantic import ValidationError
+
+from clinrag.app.web.schemas import ConsultRequest
+from clinrag.core.errors import ClinragError
+
+HERE = Path(__file__).parent
+HTMX_FILE = "htmx.min.js"
+
+
+def htmx_folder(configured: Path | None) -> Path:
+    """Where install.sh puts htmx (npm package htmx.org) unless CLINRAG_UI_ASSETS_PATH says otherwise."""
+    return configured or Path(sys.prefix) / "share" / "clinrag-ui" / "node_modules" / "htmx.org" / "dist"
+
+
+def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
+    from clinrag.app.web.api import answer_request, error_status, session_view
+
+    templates = Jinja2Templates(directory=HERE / "templates")
+    templates.env.filters["pretty"] = lambda value: json.dumps(
+        value, indent=2, ensure_ascii=False, default=str
+    )
+    consult = app.state.consult
+    settings = consult.settings
+    token_required = settings.api_token is not None
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+
+    def page(request: Request, name: str, **values: Any) -> HTMLResponse:
+        return templates.TemplateResponse(request, name, {"token_required": token_required, **values})
+
+    @app.get("/ui/htmx.min.js", include_in_schema=False, response_model=None)
+    async def htmx() -> FileResponse | JSONResponse:
+        path = htmx_folder(settings.ui_assets_path) / HTMX_FILE
+        if not path.is_file():
+            message = (
+                f"{path} is missing: run scripts/install.sh (it installs htmx) or set CLINRAG_UI_ASSETS_PATH"
+            )
+            return JSONResponse({"error": message}, status_code=404)
+        return FileResponse(path, media_type="text/javascript")
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def consult_page(request: Request) -> HTMLResponse:
+        from clinrag.methods.registry import method_names
+
+        return page(request, "consult.html", methods=method_names(), default_method="doctorrag")
+
+    @app.get("/ddx", response_class=HTMLResponse, include_in_schema=False)
+    async def ddx_page(request: Request) -> HTMLResponse:
+        return page(request, "ddx.html", available=app.state.ddx is not None)
+
+    @app.post("/ui/consult", response_class=HTMLResponse, include_in_schema=False)
+    async def consult_form(request: Request, _: None = Depends(authorized)) -> HTMLResponse:
+        form = await _form(request)
+        try:
+            params = json.loads(form.get("params") or "{}")
+            body = ConsultRequest(
+                method=form.get("method", "doctorrag"),
+                text=form.get("text", ""),
+                task=form.get("task") or "free_text",
+                params=params,
+            )
+            answer = await answer_request(consult, body)
+        except (ClinragError, ValidationError, json.JSONDecodeError) as exc:
+            return page(request, "error.html", message=_message(exc), status=_status(exc, error_status))
+        return page(request, "answer.html", answer=answer)
+
+    @app.post("/ui/ddx", response_class=HTMLResponse, include_in_schema=False)
+    async def ddx_start(request: Request, _: None = Depends(authorized)) -> HTMLResponse:
+        form = await _form(request)
+        service = app.state.ddx
+        try:
+            if service is None:
+                raise ClinragError("interactive differentials need the server started with --ddx-data PATH")
+            sex = form.get("sex") or None
+            session_id, session = await asyncio.to_thread(service.start, sex, form.get("complaint", ""))
+        except ClinragError as exc:
+            return page(request, "error.html", message=_message(exc), status=_status(exc, error_status))
+        return page(request, "ddx_session.html", view=session_view(service, session_id, session))
+
+    @app.post("/ui/ddx/{session_id}/answer", response_class=HTMLResponse, include_in_schema=False)
+    async def ddx_answer(session_id: str, request: Request, _: None = Depends(authorized)) -> HTMLResponse:
+        raw = parse_qs((await request.body()).decode("utf-8", "replace"))
+        service = app.state.ddx
+        try:
+            session = service.get(session_id) if service else None
+            if session is None:
+                raise ClinragError("interactive differentials are not available on this server")
+            service.interactive.answer(session, (raw.get("answer") or ["unknown"])[0], raw.get("values", []))
+        except KeyError:
+            return page(
+                request, "error.html", message=f"no session {session_id} (it may have expired)", status=404
+            )
+        except ClinragError as exc:
+            return page(request, "error.html", message=_message(exc), status=_status(exc, error_status))
+        return page(request, "ddx_session.html", view=session_view(service, session_id, session))
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """A urlencoded form's first value per field (HTMX posts forms urlencoded)."""
+    fields = parse_qs((await request.body()).decode("utf-8", "replace"), keep_blank_values=True)
+    return {name: values[0] for name, values in fields.items()}
+
+
+def _message(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())
+    if isinstance(exc, json.JSONDecodeError):
+        return f"the parameters are not valid JSON: {exc}"
+    return str(exc)
+
+
+def _status(exc: Exception, error_status: Callable[[Exception], int]) -> int:
+    return error_status(exc) if isinstance(exc, ClinragError) else 422

@@ -1,0 +1,86 @@
+"""The web UI in a real headless browser: Debian's chromium driven by Playwright against the live server.
+A consultation shows an answer with expandable evidence and the trace as a timeline; an interactive
+differential runs to its end, its differential updating after each answer. Screenshots are kept in the
+test artifacts folder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+from tests.app.web.conftest import CASE
+
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    if not CHROMIUM.is_file():
+        pytest.skip("Debian chromium is not installed (.ci/run installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser):
+    opened = browser.new_page(viewport={"width": 1280, "height": 900})
+    yield opened
+    opened.close()
+
+
+def test_consultation_shows_the_answer_with_expandable_evidence(live, page, artifacts_dir) -> None:
+    page.goto(f"{live.url}/")
+    page.fill("#text", CASE)
+    page.select_option("#method", "doctorrag")
+    page.fill("#params", '{"refine_iterations": 0}')
+    page.click("#ask")
+    page.wait_for_selector(".answer", timeout=600_000)
+    evidence = page.locator(".evidence")
+    assert evidence.count() >= 1
+    assert page.locator(".evidence-statement").count() >= 1 and page.locator(".evidence-patient").count() >= 1
+    first = evidence.first.locator("details")
+    assert not first.evaluate("d => d.open")
+    first.locator("summary").click()
+    assert first.evaluate("d => d.open") and first.locator("pre").first.inner_text().strip()
+    steps = page.locator(".timeline .step code").all_inner_texts()
+    assert steps[0] == "retrieve" and "generate" in steps
+    assert page.locator(".answer-text").inner_text().strip() not in ("", "(empty)")
+    page.screenshot(path=str(artifacts_dir / "consult.png"), full_page=True)
+
+
+def test_interactive_differential_updates_after_each_answer(live, page, artifacts_dir) -> None:
+    page.goto(f"{live.url}/ddx")
+    page.fill("#complaint", "I have a cough")
+    page.select_option("select[name=sex]", "male")
+    page.click("#start")
+    page.wait_for_selector(".ddx-session")
+    seen = []
+    for _ in range(20):
+        session = page.locator(".ddx-session")
+        seen.append(page.locator(".differential tbody tr").all_inner_texts())
+        if page.locator("#done").count():
+            break
+        asked = int(session.get_attribute("data-questions"))
+        page.click("#answer-unknown" if len(seen) % 3 == 0 else "#answer-no")
+        page.wait_for_selector(f".ddx-session[data-questions='{asked + 1}']")
+    assert len(seen) >= 3 and all(len(rows) == 10 for rows in seen)
+    assert any(a != b for a, b in pairwise(seen))  # the differential moved
+    dialogue = page.locator(".dialogue li").all_inner_texts()
+    assert dialogue[0].startswith("Do you have a cough?") and len(dialogue) == len(seen)
+    page.screenshot(path=str(artifacts_dir / "ddx.png"), full_page=True)
