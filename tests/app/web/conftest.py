@@ -5,12 +5,16 @@ DDXPlus patients for interactive differentials, the real embedded model and embe
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 import uvicorn
 
@@ -101,6 +105,34 @@ def secured(web_home, web_kb, data_dir, embedded, minilm_embedder) -> Iterator[L
     yield live
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def served(web_home, web_kb, data_dir) -> Iterator[str]:
+    """`clinrag serve` as a user starts it: a subprocess on a free loopback port; yields its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [
+        sys.executable, "-m", "clinrag", "serve", "--port", str(port), "--kb", str(web_kb),
+        "--patients-dataset", "icraft", "--patients-path", str(data_dir / "icraft_md" / "craft_md.jsonl"),
+        "--ddx-data", str(data_dir / "ddxplus"), "--log-level", "warning",
+    ]  # fmt: skip
+    environment = {**os.environ, "CLINRAG_HOME": str(web_home)}
+    process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while True:
+        assert process.poll() is None, process.stdout.read().decode() if process.stdout else "exited"
+        assert time.monotonic() < deadline, "clinrag serve did not become ready"
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.5)
+    yield url
+    process.terminate()
+    process.wait(timeout=30)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""The web UI in a real headless browser: Debian's chromium driven by Playwright against the live server.
+"""The web UI in a real headless browser: Debian's chromium driven by Playwright against `clinrag serve`
+running as a subprocess.
 A consultation shows an answer with expandable evidence and the trace as a timeline; an interactive
 differential runs to its end, its differential updating after each answer. Screenshots are kept in the
 test artifacts folder."""
@@ -44,8 +45,8 @@ def page(browser):
     opened.close()
 
 
-def test_consultation_shows_the_answer_with_expandable_evidence(live, page, artifacts_dir) -> None:
-    page.goto(f"{live.url}/")
+def test_consultation_shows_the_answer_with_expandable_evidence(served, page, artifacts_dir) -> None:
+    page.goto(f"{served}/")
     page.fill("#text", CASE)
     page.select_option("#method", "doctorrag")
     page.fill("#params", '{"refine_iterations": 0}')
@@ -64,8 +65,8 @@ def test_consultation_shows_the_answer_with_expandable_evidence(live, page, arti
     page.screenshot(path=str(artifacts_dir / "consult.png"), full_page=True)
 
 
-def test_interactive_differential_updates_after_each_answer(live, page, artifacts_dir) -> None:
-    page.goto(f"{live.url}/ddx")
+def test_interactive_differential_updates_after_each_answer(served, page, artifacts_dir) -> None:
+    page.goto(f"{served}/ddx")
     page.fill("#complaint", "I have a cough")
     page.select_option("select[name=sex]", "male")
     page.click("#start")
