@@ -43,3 +43,13 @@ PatientsDatasetOption = Annotated[
     typer.Option(help="Build the patient base from this dataset (with --patients-path; built once)."),
 ]
 PatientsPathOption = Annotated[Path | None, typer.Option(help="The dataset's file or folder.")]
+
+# Scale-out options shared by `eval run`, `kb build` and `patients build`.
+ExecutorOption = Annotated[
+    Literal["local", "dask"], typer.Option(help="local: this process; dask: partitions on a Dask cluster.")
+]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(help="Dask scheduler address (tcp://host:8786); none: a LocalCluster on 127.0.0.1."),
+]
+WorkersOption = Annotated[int, typer.Option(min=1, help="Worker processes of the LocalCluster.")]

@@ -11,7 +11,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from clinrag.app.common import err, out, settings_from, usage_table
+from clinrag.app.common import (
+    ExecutorOption,
+    SchedulerOption,
+    WorkersOption,
+    err,
+    out,
+    settings_from,
+    usage_table,
+)
 from clinrag.core.errors import InvalidInputError
 
 eval_app = typer.Typer(help="Evaluate methods on benchmark datasets.", no_args_is_help=True)
@@ -47,8 +55,15 @@ def eval_run(
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
     concurrency: Annotated[int, typer.Option(min=1, help="Cases answered at the same time.")] = 4,
     param: Annotated[list[str] | None, typer.Option(help="Method parameter name=value (repeatable).")] = None,
+    executor: ExecutorOption = "local",
+    scheduler: SchedulerOption = None,
+    workers: WorkersOption = 2,
+    partitions: Annotated[
+        int | None, typer.Option(min=1, help="Dask partitions (default 4 per worker).")
+    ] = None,
 ) -> None:
-    """Answer every sampled case, writing each result as it finishes; rerun the same command to resume."""
+    """Answer every sampled case, writing each result as it finishes; rerun the same command to resume.
+    With --executor dask the cases are partitioned across the workers of a Dask cluster."""
     from clinrag.eval.runner import EvalRunner, RunRequest
 
     settings = settings_from(ctx)
@@ -61,6 +76,10 @@ def eval_run(
         seed=seed,
         concurrency=concurrency,
         params=parse_params(param or []),
+        executor=executor,
+        scheduler=scheduler,
+        workers=workers,
+        partitions=partitions,
     )
     try:
         outcome = EvalRunner(settings, progress=sys.stderr.isatty()).run(request)

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Table
 
-from clinrag.app.common import out, settings_from
+from clinrag.app.common import ExecutorOption, SchedulerOption, WorkersOption, out, settings_from
 from clinrag.core.errors import InvalidInputError
 from clinrag.knowledge.factory import build_tagger
 
@@ -60,26 +60,32 @@ def kb_build(
         ),
     ] = None,
     language: Annotated[Literal["en", "zh", "fr"], typer.Option(help="Language of the corpus.")] = "en",
+    executor: ExecutorOption = "local",
+    scheduler: SchedulerOption = None,
+    workers: WorkersOption = 2,
 ) -> None:
     """Read corpora, rewrite them into declarative statements, tag them with ICD-10 chapters, index them.
-    Resumable: run the same command again after an interruption."""
-    from clinrag.embed.factory import build_embedder
+    Resumable: run the same command again after an interruption. With --executor dask the embedding (and
+    the embedding tagger) runs in parallel partitions on a Dask cluster."""
     from clinrag.knowledge.builder import KnowledgeBaseBuilder
     from clinrag.knowledge.rewrite import DeclarativeRewriter
     from clinrag.llm.factory import build_chat_model
+    from clinrag.scale.embedding import embedder_for
 
     settings = settings_from(ctx)
-    embedder = build_embedder(settings)
     declarative = settings.kb_rewrite if rewrite is None else rewrite
-    builder = KnowledgeBaseBuilder(
-        embedder=embedder,
-        tagger=build_tagger(settings, embedder, tagger),
-        rewriter=DeclarativeRewriter(build_chat_model(settings)) if declarative else None,
-        raw_records=not declarative,
-        language=language,
-    )
     target = out_dir or settings.knowledge_base_path
-    report = builder.build(source, target, limit=limit)
+    with embedder_for(settings, executor, scheduler=scheduler, workers=workers) as embedder:
+        builder = KnowledgeBaseBuilder(
+            embedder=embedder,
+            tagger=build_tagger(settings, embedder, tagger),
+            rewriter=DeclarativeRewriter(build_chat_model(settings)) if declarative else None,
+            raw_records=not declarative,
+            language=language,
+            # Distributed, items are tagged in large batches so that their embedding is worth partitioning.
+            batch_size=4_096 if executor == "dask" and not declarative else 16,
+        )
+        report = builder.build(source, target, limit=limit)
     for line in report.sources.values():
         out.print(line, markup=False, highlight=False)
     summary = {k: v for k, v in report.as_dict().items() if k != "sources"}

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Table
 
-from clinrag.app.common import out, settings_from
+from clinrag.app.common import ExecutorOption, SchedulerOption, WorkersOption, out, settings_from
 from clinrag.core.errors import InvalidInputError
 
 patients_app = typer.Typer(help="Build and query the patient base (experience).", no_args_is_help=True)
@@ -31,11 +31,15 @@ def patients_build(
     ] = None,
     n: Annotated[int, typer.Option(min=1, help="Patients to generate (synthetic only).")] = 1000,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output directory.")] = None,
+    executor: ExecutorOption = "local",
+    scheduler: SchedulerOption = None,
+    workers: WorkersOption = 2,
 ) -> None:
-    """Load a dataset into patient records, embed their narratives, and save the patient base."""
-    from clinrag.embed.factory import build_embedder
+    """Load a dataset into patient records, embed their narratives, and save the patient base (with
+    --executor dask, embedded in parallel partitions on a Dask cluster)."""
     from clinrag.patients.base import PatientBase
     from clinrag.patients.loaders import load_patient_dataset
+    from clinrag.scale.embedding import embedder_for
 
     settings = settings_from(ctx)
     records, report = load_patient_dataset(dataset, path, n)
@@ -43,7 +47,8 @@ def patients_build(
         out.print(report.summary(), markup=False, highlight=False)
     else:
         out.print(f"{len(records)} SYNTHETIC patients generated (not real patients, seed 0)", markup=False)
-    base = PatientBase.create(records, build_embedder(settings), progress=True)
+    with embedder_for(settings, executor, scheduler=scheduler, workers=workers) as embedder:
+        base = PatientBase.create(records, embedder, progress=True)
     target = out_dir or settings.patient_base_path
     base.save(target)
     out.print(f"patient base written to {target}", markup=False)

@@ -45,6 +45,19 @@ class RunRequest:
     seed: int = 0
     concurrency: int = 4
     params: dict[str, Any] = field(default_factory=dict)
+    # "local": this process; "dask": partitions on the Dask cluster at `scheduler` (else a LocalCluster of
+    # `workers` processes on 127.0.0.1), `partitions` of them (default 4 per worker).
+    executor: str = "local"
+    scheduler: str | None = None
+    workers: int = 2
+    partitions: int | None = None
+
+
+@dataclass
+class PreparedRun:
+    method: Method
+    cases: list[Case]
+    dataset: str  # the dataset's name
 
 
 @dataclass
@@ -82,29 +95,60 @@ class EvalRunner:
         return await self.arun(request)
 
     async def arun(self, request: RunRequest) -> RunOutcome:
+        from clinrag.scale.cluster import check_executor
+        from clinrag.scale.evaluation import merge_partitions
+
         if request.concurrency < 1:
             raise InvalidInputError(f"concurrency must be at least 1, got {request.concurrency}")
-        spec = get_method(request.method)
-        dataset = load_dataset(request.dataset, request.data_path, data_dir=self.settings.data_dir)
-        cases = sample_cases(dataset.cases, request.limit, request.seed)
-        if not cases:
-            raise InvalidInputError(f"dataset {request.dataset!r} has no cases to evaluate")
-        context = self._context(request, dataset, cases)
-        method = spec.build(context)
+        check_executor(request.executor)
+        prepared = self.prepare(request)
+        method, cases = prepared.method, prepared.cases
         model_name = method.model.model if getattr(method, "model", None) is not None else "none"
         run_dir = RunDirectory(request.out)
-        config = self._config(request, dataset, cases, model_name)
+        config = self._config(request, prepared.dataset, cases, model_name)
         self._prepare(run_dir, config)
+        merge_partitions(run_dir, [case.id for case in cases])  # what a crashed partitioned run finished
         done = {r.case_id for r in run_dir.results()}
         todo = [case for case in cases if case.id not in done]
         run_id = uuid.uuid4().hex[:12]
         # A resumed run adds its time to that of the invocations that finished before it.
         earlier_wall_s = run_dir.summary().wall_s if run_dir.has_summary() else 0.0
         started = time.perf_counter()
-        await self._answer_all(method, todo, run_dir, run_id, request.concurrency)
+        if request.executor == "dask":
+            await asyncio.to_thread(self._answer_on_dask, request, todo, run_dir, run_id)
+        else:
+            await self.answer_all(method, todo, run_dir, run_id, request.concurrency)
         summary = summarize(config, run_dir.results(), earlier_wall_s + time.perf_counter() - started)
         run_dir.write_summary(summary)
         return RunOutcome(summary=summary, skipped=len(cases) - len(todo), ran=len(todo))
+
+    def prepare(self, request: RunRequest) -> PreparedRun:
+        """The method built for the run and the sampled cases (the same on the driver and every worker)."""
+        spec = get_method(request.method)
+        dataset = load_dataset(request.dataset, request.data_path, data_dir=self.settings.data_dir)
+        cases = sample_cases(dataset.cases, request.limit, request.seed)
+        if not cases:
+            raise InvalidInputError(f"dataset {request.dataset!r} has no cases to evaluate")
+        return PreparedRun(spec.build(self._context(request, dataset, cases)), cases, dataset.name)
+
+    def _answer_on_dask(
+        self, request: RunRequest, todo: list[Case], run_dir: RunDirectory, run_id: str
+    ) -> None:
+        from clinrag.scale.cluster import dask_client
+        from clinrag.scale.evaluation import run_partitioned
+
+        with self._progress() as progress, dask_client(request.scheduler, workers=request.workers) as client:
+            bar = progress.add_task(f"{request.method} on dask", total=len(todo))
+            run_partitioned(
+                client,
+                self.settings,
+                request,
+                todo,
+                run_dir,
+                run_id,
+                partitions=request.partitions,
+                on_progress=lambda n: progress.advance(bar, n),
+            )
 
     def _context(self, request: RunRequest, dataset: Dataset, cases: list[Case]) -> MethodContext:
         return MethodContext(
@@ -117,9 +161,9 @@ class EvalRunner:
         )
 
     @staticmethod
-    def _config(request: RunRequest, dataset: Dataset, cases: list[Case], model_name: str) -> RunConfig:
+    def _config(request: RunRequest, dataset_name: str, cases: list[Case], model_name: str) -> RunConfig:
         return RunConfig(
-            dataset=dataset.name,
+            dataset=dataset_name,
             method=request.method,
             method_params=request.params,
             data_path=str(request.data_path or ""),
@@ -146,12 +190,16 @@ class EvalRunner:
             )
         run_dir.drop_torn_tail()
 
-    async def _answer_all(
+    def _progress(self) -> Progress:
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        return Progress(*columns, disable=not self.progress, transient=False)
+
+    async def answer_all(
         self, method: Method, cases: list[Case], run_dir: RunDirectory, run_id: str, concurrency: int
     ) -> None:
+        """Answer `cases`, `concurrency` at a time, appending each result to `run_dir` as it finishes."""
         semaphore = asyncio.Semaphore(concurrency)
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-        with Progress(*columns, disable=not self.progress, transient=False) as progress:
+        with self._progress() as progress:
             bar = progress.add_task(f"{method.name}", total=len(cases))
 
             async def one(case: Case) -> None:
