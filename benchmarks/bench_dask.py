@@ -142,6 +142,7 @@ def sharded_part(args: argparse.Namespace, vectors: np.ndarray, client) -> dict:
     same = [[h.id for h in a] == [h.id for h in b] for a, b in pairs]
     # Numbered copies of a sentence embed almost alike: their order may flip on float rounding (a tie).
     same_scores = [np.allclose([h.score for h in a], [h.score for h in b], atol=1e-5) for a, b in pairs]
+    gaps = rank_score_gaps(vectors, queries, pairs)
     return {
         "search_queries": args.queries,
         "search_shards": args.shards,
@@ -150,7 +151,21 @@ def sharded_part(args: argparse.Namespace, vectors: np.ndarray, client) -> dict:
         "search_speedup": round(single_s / sharded_s, 3),
         "search_same_top10_share": sum(same) / len(same),
         "search_same_top10_scores_share": sum(same_scores) / len(same_scores),
+        "search_max_rank_gap_float64": float(gaps.max()),
+        "search_queries_differing_beyond_1e-6": int((gaps > 1e-6).sum()),
     }
+
+
+def rank_score_gaps(vectors: np.ndarray, queries: np.ndarray, pairs: list) -> np.ndarray:
+    """Per query, the largest difference, rank by rank, between the float64 scores of the two top-k lists.
+
+    Both lists re-scored exactly from the same vectors: a gap near float32 rounding (~1e-7) means the lists
+    differ only in the order of tied passages; a real miss would leave a gap of a score difference.
+    """
+    ids = np.array([[int(h.id[1:]) for h in a] + [int(h.id[1:]) for h in b] for a, b in pairs])
+    k = ids.shape[1] // 2
+    scores = np.einsum("qd,qkd->qk", queries.astype(np.float64), vectors[ids].astype(np.float64))
+    return np.abs(-np.sort(-scores[:, :k], axis=1) + np.sort(-scores[:, k:], axis=1)).max(axis=1)
 
 
 def main() -> None:
