@@ -7,8 +7,8 @@
 2. a `--cases`-case `knn-vote` evaluation on DDXPlus (coded-set similarity, no model): `clinrag eval run`
    locally vs `--executor dask`; identity = every case's scores, differential and evidence equal;
 3. sharded search: the embedded passages in `--shards` exact shards (scatter-gather) vs one exact index on
-   `--queries` random queries (unit vectors near random passages); identity = the same top-10 ids (and,
-   since numbered copies of a sentence embed almost alike, the same top-10 scores: ties may swap).
+   `--queries` random queries (unit vectors near random passages); identity = the same top-10 ids, and
+   the same top-10 scores rank by rank (passages with identical vectors may swap places: a tie).
 
 Passages are sentences of the real corpora in the data folder (MedMCQA explanations and questions, PubMedQA
 contexts, iCraft-MD vignettes, DDXPlus profile rows), numbered so that each is distinct. Prints one JSON line;
@@ -140,7 +140,7 @@ def sharded_part(args: argparse.Namespace, vectors: np.ndarray, client) -> dict:
     found, sharded_s = timed(remote.search, queries, 10)
     pairs = list(zip(expected, found, strict=True))
     same = [[h.id for h in a] == [h.id for h in b] for a, b in pairs]
-    # Numbered copies of a sentence embed almost alike: their order may flip on float rounding (a tie).
+    # Passages that tokenize alike have identical vectors: their order is the index's arbitrary tie order.
     same_scores = [np.allclose([h.score for h in a], [h.score for h in b], atol=1e-5) for a, b in pairs]
     gaps = rank_score_gaps(vectors, queries, pairs)
     return {
@@ -165,7 +165,7 @@ def rank_score_gaps(vectors: np.ndarray, queries: np.ndarray, pairs: list) -> np
     ids = np.array([[int(h.id[1:]) for h in a] + [int(h.id[1:]) for h in b] for a, b in pairs])
     k = ids.shape[1] // 2
     scores = np.einsum("qd,qkd->qk", queries.astype(np.float64), vectors[ids].astype(np.float64))
-    return np.abs(-np.sort(-scores[:, :k], axis=1) + np.sort(-scores[:, k:], axis=1)).max(axis=1)
+    return np.abs(np.sort(scores[:, :k], axis=1) - np.sort(scores[:, k:], axis=1)).max(axis=1)
 
 
 def main() -> None:
