@@ -19,7 +19,8 @@ from clinrag.core.errors import AnswerParseError
 from clinrag.core.models import Case, Gold
 from clinrag.llm.base import ChatRequest
 from clinrag.llm.embedded import EmbeddedLlama
-from clinrag.tasks.multiple_choice import parse_choice, render_prompt
+from clinrag.tasks.parsing import parse_choice
+from clinrag.tasks.templates import task_prompt
 
 
 def wilson(correct: int, total: int, z: float = 1.96) -> tuple[float, float]:
@@ -42,6 +43,10 @@ def load_cases(path: Path, limit: int, seed: int) -> list[Case]:
         )
         for i in chosen
     ]
+
+
+def render_prompt(case: Case) -> str:
+    return task_prompt(case).render(case)
 
 
 def _letters(model: EmbeddedLlama, case: Case) -> str:

@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from clinrag.core.errors import GraphUnavailableError
+from clinrag.core.settings import Settings
 from clinrag.graph.factory import open_graph
 from clinrag.graph.falkordb_server import LOG_FILE, STATE_FILE, FalkorDBServer
 from clinrag.graph.falkordb_store import FalkorDBStore
@@ -217,7 +218,7 @@ def test_stale_state_file_is_replaced(tmp_path: Path) -> None:
 
 
 def test_open_graph_defaults_to_a_server_under_clinrag_home(isolated_home: Path) -> None:
-    with open_graph() as store:
+    with open_graph(None, Settings().graph_data_dir) as store:
         assert isinstance(store, FalkorDBStore) and store.server is not None
         assert store.server.data_dir == isolated_home / "graph" / "falkordb"
         assert store.query("MATCH (n) RETURN count(n) AS n") == [{"n": 0}]  # no graph yet

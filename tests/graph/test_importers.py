@@ -15,7 +15,7 @@ import pytest
 
 from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.graph.falkordb_store import FalkorDBStore
-from clinrag.graph.importers import load_sources, read_source
+from clinrag.graph.importers import SOURCE_FORMS, load_sources, read_source
 from clinrag.graph.importers.ddxplus import ANTECEDENTS, ATTRIBUTES, read_ddxplus
 from clinrag.graph.importers.faker import SPECIALTY, read_faker_diseases
 from clinrag.graph.importers.hpo import NOT_PHENOTYPE, read_hpo_diseases
@@ -334,3 +334,15 @@ def test_an_imported_graph_is_loaded_from_a_snapshot_after_a_restart(data_dir, t
         again.close()
     assert {str(k): v for k, v in found.nodes.items()} == done.nodes
     assert {str(k): v for k, v in found.relations.items()} == done.relations
+
+
+def test_every_importer_registers_its_source_forms() -> None:
+    assert set(SOURCE_FORMS) == {
+        "ddxplus:PATH",
+        "packaged:hpo-diseases",
+        "packaged:faker-diseases",
+        "packaged:faker-diseases-fr",
+        "packaged:faker-diseases-zh",
+        "pycmekg:PATH",
+    }
+    assert read_source("packaged:faker-diseases-fr", limit=2).name == "faker-diseases-fr"

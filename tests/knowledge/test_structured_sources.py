@@ -13,7 +13,7 @@ from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
-from clinrag.knowledge.packaged import SOURCES, hpo_definition, read_packaged
+from clinrag.knowledge.readers.packaged import SOURCES, hpo_definition, read_packaged
 from clinrag.knowledge.sources import detect_format, read_source
 from clinrag.knowledge.tagging import EmbeddingTagger
 from clinrag.terms.icd10 import chapter_of

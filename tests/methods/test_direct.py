@@ -10,7 +10,7 @@ import pytest
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Case, Gold, PatientProfile
 from clinrag.llm.openai_compat import OpenAICompatible
-from clinrag.methods.direct import DirectMethod
+from clinrag.methods.direct import DirectConfig, DirectMethod
 from tests.openai_server import chat_body
 
 
@@ -33,10 +33,10 @@ def _medqa_cases(data_dir: Path, n: int) -> list[Case]:
 
 def test_generated_choice_is_a_valid_key_or_a_recorded_failure(data_dir: Path, embedded) -> None:
     for case in _medqa_cases(data_dir, 3):
-        answer = DirectMethod(embedded, max_tokens=16).answer(case)
+        answer = DirectMethod(embedded, DirectConfig(max_tokens=16)).answer(case)
         assert answer.usage.calls == 1
         step = answer.trace.steps[0]
-        assert step.name == "choose" and step.output["text"] == answer.text
+        assert step.name == "generate_choice" and step.output["text"] == answer.text
         if answer.error is None:
             assert answer.result.choice in case.options
         else:
@@ -45,7 +45,7 @@ def test_generated_choice_is_a_valid_key_or_a_recorded_failure(data_dir: Path, e
 
 def test_scored_choice_gives_a_distribution_over_the_keys(data_dir: Path, embedded) -> None:
     case = _medqa_cases(data_dir, 1)[0]
-    answer = DirectMethod(embedded, mode="score").answer(case)
+    answer = DirectMethod(embedded, DirectConfig(mode="score")).answer(case)
     probabilities = answer.trace.steps[0].output["probabilities"]
     assert set(probabilities) == set(case.options)
     assert sum(probabilities.values()) == pytest.approx(1.0)
@@ -98,6 +98,6 @@ def test_an_unparseable_reply_is_a_recorded_failure_not_a_default(data_dir: Path
     assert answer.text == "It could be several of these; more information is needed."
 
 
-def test_unknown_mode_is_refused(embedded) -> None:
+def test_unknown_mode_is_refused() -> None:
     with pytest.raises(InvalidInputError, match="mode"):
-        DirectMethod(embedded, mode="vote")
+        DirectConfig.from_params({"mode": "vote"})

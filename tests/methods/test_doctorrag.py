@@ -64,7 +64,7 @@ def test_context_carries_resolvable_evidence_and_the_answer_uses_both_parts(
         assert all(e.id in records and e.id != case.id for e in patients)
         steps = {step.name: step for step in answer.trace.steps}
         assert steps["retrieve"].output["knowledge"]["mode"] == "concept"
-        assert steps["score_options"].output["llm"] and steps["combine"].output["prior"]
+        assert steps["score_options"].output["probabilities"] and steps["combine"].output["prior"]
         assert answer.result.ddx[0].name == case.options[answer.result.choice]
         assert sum(d.probability for d in answer.result.ddx) <= 1.0 + 1e-9
 

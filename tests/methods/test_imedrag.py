@@ -226,7 +226,7 @@ def test_the_embedded_model_runs_imedrag_rag_and_cot_end_to_end(embedded, corpus
 
     cot = CoTMethod(embedded, CoTConfig(reasoning_tokens=64)).answer(case)
     assert cot.usage.calls == 2
-    reasoning = next(s for s in cot.trace.steps if s.name == "reason").output["reasoning"]
+    reasoning = next(s for s in cot.trace.steps if s.name == "reason").output["text"]
     assert cot.text.startswith(reasoning.strip())
     if cot.error is None:
         assert cot.result.choice in case.options

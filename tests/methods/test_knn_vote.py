@@ -8,7 +8,7 @@ import pytest
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Case, Gold, PatientProfile
-from clinrag.methods.knn_vote import KnnVote
+from clinrag.methods.knn_vote import KnnVote, KnnVoteConfig
 from clinrag.patients.loaders import load_ddxplus, load_icraft
 
 
@@ -38,7 +38,7 @@ def _ddx_case(record) -> Case:
 def test_vote_of_similar_ddxplus_patients_ranks_the_gold_first(ddxplus_records) -> None:
     held_out, base = ddxplus_records[:100], ddxplus_records[100:]
     labels = {r.id: [r.structured["diagnosis"]] for r in base}
-    method = KnnVote(base, labels, k=10)
+    method = KnnVote(base, labels, KnnVoteConfig(k=10))
     top1 = 0
     for record in held_out:
         answer = method.answer(_ddx_case(record))
@@ -52,7 +52,7 @@ def test_vote_of_similar_ddxplus_patients_ranks_the_gold_first(ddxplus_records) 
 def test_the_cases_own_record_is_never_a_neighbour(ddxplus_records) -> None:
     base = ddxplus_records[:300]
     labels = {r.id: [r.structured["diagnosis"]] for r in base}
-    answer = KnnVote(base, labels, k=5).answer(_ddx_case(base[0]))
+    answer = KnnVote(base, labels, KnnVoteConfig(k=5)).answer(_ddx_case(base[0]))
     assert base[0].id not in answer.evidence_ids
 
 
@@ -60,10 +60,10 @@ def test_uniform_and_similarity_weighting_differ_only_in_shares(ddxplus_records)
     base = ddxplus_records[50:400]
     labels = {r.id: [r.structured["diagnosis"]] for r in base}
     case = _ddx_case(ddxplus_records[0])
-    uniform = KnnVote(base, labels, k=7, weighting="uniform").answer(case)
+    uniform = KnnVote(base, labels, KnnVoteConfig(k=7, weighting="uniform")).answer(case)
     # Uniform shares are counts out of 7 neighbours.
     assert all(round(d.probability * 7, 6) == round(d.probability * 7) for d in uniform.result.ddx)
-    weighted = KnnVote(base, labels, k=7).answer(case)
+    weighted = KnnVote(base, labels, KnnVoteConfig(k=7)).answer(case)
     assert weighted.evidence_ids == uniform.evidence_ids
 
 
@@ -71,7 +71,7 @@ def test_narrative_cosine_when_cases_have_no_codes(data_dir: Path, minilm_embedd
     records, _ = load_icraft(data_dir / "icraft_md" / "craft_md.jsonl")
     base = records[10:]
     labels = {r.id: [r.structured["diagnosis"]] for r in base}
-    method = KnnVote(base, labels, embedder=lambda: minilm_embedder, k=3)
+    method = KnnVote(base, labels, KnnVoteConfig(k=3), embedder=lambda: minilm_embedder)
     query = records[0]
     case = Case(
         id=query.id,
@@ -89,7 +89,9 @@ def test_narrative_cosine_when_cases_have_no_codes(data_dir: Path, minilm_embedd
 def test_bad_configuration_is_refused(ddxplus_records) -> None:
     with pytest.raises(InvalidInputError, match="patient base"):
         KnnVote([], {})
-    with pytest.raises(InvalidInputError, match="k must be positive"):
-        KnnVote(ddxplus_records[:5], {}, k=0)
+    with pytest.raises(InvalidInputError, match="k: Input should be greater than or equal to 1"):
+        KnnVoteConfig.from_params({"k": 0})
     with pytest.raises(InvalidInputError, match="weighting"):
-        KnnVote(ddxplus_records[:5], {}, weighting="votes")
+        KnnVoteConfig.from_params({"weighting": "votes"})
+    with pytest.raises(InvalidInputError, match="k: Input should be a valid integer"):
+        KnnVoteConfig.from_params({"k": "abc"})

@@ -10,21 +10,15 @@ from pathlib import Path
 import pytest
 
 from clinrag.core.settings import Settings
-from clinrag.eval.results import RunDirectory
+from clinrag.eval.results import PARTITIONS_DIR, RunDirectory
 from clinrag.eval.runner import EvalRunner, RunRequest
-from clinrag.scale.evaluation import PARTITIONS_DIR
+from clinrag.scale.evaluation import DaskExecutor
 from tests.app.test_cli import run_cli
 
 
-def request_for(out: Path, data_dir: Path, **executor) -> RunRequest:
+def request_for(out: Path, data_dir: Path) -> RunRequest:
     return RunRequest(
-        dataset="ddxplus",
-        method="knn-vote",
-        out=out,
-        data_path=data_dir / "ddxplus",
-        limit=60,
-        seed=4,
-        **executor,
+        dataset="ddxplus", method="knn-vote", out=out, data_path=data_dir / "ddxplus", limit=60, seed=4
     )
 
 
@@ -46,8 +40,8 @@ def test_partitioned_results_equal_one_process(
     client, local_run: Path, data_dir: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "dask"
-    dask = request_for(out, data_dir, executor="dask", scheduler=client.scheduler.address, partitions=5)
-    outcome = EvalRunner(Settings(), progress=False).run(dask)
+    executor = DaskExecutor(scheduler=client.scheduler.address, partitions=5)
+    outcome = EvalRunner(Settings(), progress=False, executor=executor).run(request_for(out, data_dir))
     assert outcome.ran == 60 and outcome.summary.n_finished == 60
     assert by_case(out) == by_case(local_run)
     assert not (out / PARTITIONS_DIR).exists()  # merged and removed
@@ -64,8 +58,8 @@ def test_a_crashed_partitioned_run_resumes(client, local_run: Path, data_dir: Pa
     part = out / PARTITIONS_DIR / "part-crashed-00000"
     part.mkdir(parents=True)
     (part / "results.jsonl").write_text("".join(lines[20:40]) + lines[40][:50])
-    dask = request_for(out, data_dir, executor="dask", scheduler=client.scheduler.address)
-    outcome = EvalRunner(Settings(), progress=False).run(dask)
+    executor = DaskExecutor(scheduler=client.scheduler.address)
+    outcome = EvalRunner(Settings(), progress=False, executor=executor).run(request_for(out, data_dir))
     assert (outcome.skipped, outcome.ran) == (40, 20)
     ids = [r.case_id for r in RunDirectory(out).results()]
     assert len(ids) == len(set(ids)) == 60

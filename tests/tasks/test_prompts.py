@@ -11,17 +11,11 @@ from pathlib import Path
 import pytest
 
 from clinrag.core.errors import AnswerParseError, InvalidInputError
-from clinrag.core.models import Case, PatientProfile
+from clinrag.core.models import DDX_SIZE, Case, PatientProfile
 from clinrag.llm.base import ChatRequest
-from clinrag.tasks.prompts import (
-    _PROMPTS,
-    DDX_SIZE,
-    cited_ids,
-    get_task_prompt,
-    parse_ddx,
-    parse_selection,
-    task_prompt,
-)
+from clinrag.tasks.citations import cited_ids
+from clinrag.tasks.parsing import parse_ddx, parse_selection
+from clinrag.tasks.templates import _PROMPTS, get_task_prompt, task_prompt
 
 TASKS = ("diagnosis", "ddx", "multiple_choice", "multi_select", "treatment", "free_text")
 LANGUAGES = ("en", "zh", "fr")

@@ -47,12 +47,9 @@ def consult(
     CLINRAG_PATIENTS_PATH) or else builds the packaged defaults once (several minutes the first time)."""
     from clinrag.embed.factory import build_embedder
     from clinrag.knowledge.defaults import open_knowledge_base
-    from clinrag.knowledge.factory import build_tagger
-    from clinrag.llm.factory import build_chat_model
-    from clinrag.methods.doctorrag import DoctorRAG, DoctorRAGConfig
-    from clinrag.methods.medtextgrad import MedTextGrad
+    from clinrag.methods.base import MethodContext
+    from clinrag.methods.registry import get_method
     from clinrag.patients.defaults import open_patient_base
-    from clinrag.patients.similarity import SimilarPatients
 
     question = sys.stdin.read() if text == "-" else text
     if not question.strip():
@@ -61,24 +58,21 @@ def consult(
         raise InvalidInputError(f"--patients-dataset {patients_dataset} needs --patients-path")
     settings = settings_from(ctx)
     embedder = build_embedder(settings)
-    knowledge = open_knowledge_base(settings, embedder, kb, sources=source or ())
-    base = open_patient_base(settings, embedder, patients, dataset=patients_dataset, data_path=patients_path)
-    model = build_chat_model(settings)
-    config = DoctorRAGConfig(
-        k_statements=k_statements,
-        k_patients=k_patients,
-        refine_iterations=iterations,
-        fallback=settings.kb_fallback,
+    context = MethodContext(
+        settings=settings,
+        params={
+            "k_statements": k_statements,
+            "k_patients": k_patients,
+            "refine_iterations": iterations,
+            "fallback": settings.kb_fallback,
+        },
+        embedder_factory=lambda _: embedder,
+        knowledge=open_knowledge_base(settings, embedder, kb, sources=source or ()),
+        patient_base=open_patient_base(
+            settings, embedder, patients, dataset=patients_dataset, data_path=patients_path
+        ),
     )
-    method = DoctorRAG(
-        model,
-        knowledge=knowledge,
-        tagger=build_tagger(settings, embedder),
-        patients=SimilarPatients.from_base(base),
-        labels={},
-        config=config,
-        refiner=MedTextGrad(model, config.refiner_config()) if iterations else None,
-    )
+    method = get_method("doctorrag").build(context)
     answer = method.answer(Case(id="consult", language=language, task="free_text", question=question))
     if as_json:
         out.print_json(answer.model_dump_json())

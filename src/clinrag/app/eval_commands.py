@@ -64,7 +64,8 @@ def eval_run(
 ) -> None:
     """Answer every sampled case, writing each result as it finishes; rerun the same command to resume.
     With --executor dask the cases are partitioned across the workers of a Dask cluster."""
-    from clinrag.eval.runner import EvalRunner, RunRequest
+    from clinrag.eval.runner import EvalRunner, LocalExecutor, RunRequest
+    from clinrag.scale.evaluation import DaskExecutor
 
     settings = settings_from(ctx)
     request = RunRequest(
@@ -76,13 +77,14 @@ def eval_run(
         seed=seed,
         concurrency=concurrency,
         params=parse_params(param or []),
-        executor=executor,
-        scheduler=scheduler,
-        workers=workers,
-        partitions=partitions,
+    )
+    runner = EvalRunner(
+        settings,
+        progress=sys.stderr.isatty(),
+        executor=DaskExecutor(scheduler, workers, partitions) if executor == "dask" else LocalExecutor(),
     )
     try:
-        outcome = EvalRunner(settings, progress=sys.stderr.isatty()).run(request)
+        outcome = runner.run(request)
     except (KeyboardInterrupt, asyncio.CancelledError):
         err.print(
             f"interrupted: finished cases are saved in {out_dir}; run the same command to resume",

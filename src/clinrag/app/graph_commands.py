@@ -49,7 +49,7 @@ ACTIONS = (
 
 
 def _data_dir(ctx: typer.Context, data_dir: Path | None) -> Path:
-    return data_dir or settings_from(ctx).home / "graph" / "falkordb"
+    return data_dir or settings_from(ctx).graph_data_dir
 
 
 @contextmanager

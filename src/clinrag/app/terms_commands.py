@@ -15,7 +15,7 @@ terms_app = typer.Typer(help="Terminology: the MeSH index, name → descriptor m
 
 
 def _default_db(ctx: typer.Context) -> Path:
-    return settings_from(ctx).home / "mesh" / "mesh.sqlite"
+    return settings_from(ctx).mesh_index_path
 
 
 DbOption = Annotated[

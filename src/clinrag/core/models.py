@@ -18,6 +18,7 @@ from clinrag.core.usage import Usage
 Language = Literal["en", "zh", "fr"]
 TaskKind = Literal["diagnosis", "ddx", "multiple_choice", "multi_select", "treatment", "free_text"]
 EvidenceKind = Literal["statement", "patient", "passage", "graph_fact", "term", "citation"]
+DDX_SIZE = 10  # diagnoses in a ranked differential (GTPA@10, average rank over the top 10)
 
 
 class Demographics(BaseModel):
@@ -157,6 +158,8 @@ class Answer(BaseModel):
     trace: Trace = Field(default_factory=Trace)
     usage: Usage = Field(default_factory=Usage)
     error: str | None = None
+    # Structured output particular to a method (the consultation's findings, questions and next steps).
+    details: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def evidence_ids(self) -> list[str]:

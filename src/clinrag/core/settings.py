@@ -7,16 +7,18 @@ Sources, highest priority first: keyword arguments, `CLINRAG_*` environment vari
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from clinrag.core.backends import CHAT_BACKENDS, EMBED_BACKENDS, check_name
 from clinrag.core.errors import ConfigError
 
 
@@ -61,7 +63,7 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=_default_home)
 
     # Chat model
-    llm_backend: Literal["embedded", "openai", "replay"] = "embedded"
+    llm_backend: str = "embedded"  # a registered chat backend: embedded, openai, replay, …
     llm_model: str | None = None
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
@@ -87,7 +89,7 @@ class Settings(BaseSettings):
     cache_path: Path | None = None
 
     # Embeddings
-    embed_backend: Literal["minilm-onnx", "openai"] = "minilm-onnx"
+    embed_backend: str = "minilm-onnx"  # a registered embedding backend: minilm-onnx, openai, …
     embed_model: str | None = None
     embed_base_url: str | None = None
     embed_api_key: SecretStr | None = None
@@ -122,7 +124,7 @@ class Settings(BaseSettings):
     # Evaluation: where dataset files live (e.g. a copy of shared/data), and the judge model, which defaults
     # to the chat model above; any judge_* field that is set overrides the matching llm_* field.
     data_dir: Path | None = None
-    judge_backend: Literal["embedded", "openai", "replay"] | None = None
+    judge_backend: str | None = None
     judge_model: str | None = None
     judge_base_url: str | None = None
     judge_api_key: SecretStr | None = None
@@ -134,6 +136,16 @@ class Settings(BaseSettings):
     api_timeout_s: float = Field(default=600.0, gt=0)
     api_log_text: bool = False
     ui_assets_path: Path | None = None  # the folder holding htmx.min.js (default: installed by install.sh)
+
+    @field_validator("llm_backend", "judge_backend")
+    @classmethod
+    def _chat_backend(cls, name: str | None) -> str | None:
+        return check_name(CHAT_BACKENDS, name)
+
+    @field_validator("embed_backend")
+    @classmethod
+    def _embed_backend(cls, name: str) -> str:
+        return check_name(EMBED_BACKENDS, name)
 
     @classmethod
     def settings_customise_sources(
@@ -167,6 +179,30 @@ class Settings(BaseSettings):
     @property
     def literature_cache_path(self) -> Path:
         return self.home / "literature_cache.sqlite"
+
+    @property
+    def graph_data_dir(self) -> Path:
+        """Data, persistence and log of the FalkorDB server clinrag starts itself."""
+        return self.home / "graph" / "falkordb"
+
+    @property
+    def mesh_index_path(self) -> Path:
+        return self.home / "mesh" / "mesh.sqlite"
+
+    @property
+    def default_kb_path(self) -> Path:
+        """The knowledge base built from the packaged default sources."""
+        return self.home / "kb-default"
+
+    @property
+    def default_patients_path(self) -> Path:
+        """The patient base of the default (synthetic) cohort."""
+        return self.home / "patients-default"
+
+    def built_base_path(self, prefix: str, key: str) -> Path:
+        """Where a base built on first use from what the user named is kept: one directory per `key` (the
+        resolved sources and build options)."""
+        return self.home / f"{prefix}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
     def described(self) -> dict[str, Any]:
         """Settings as plain values for display; secrets stay masked."""

@@ -101,9 +101,5 @@ class CachedEmbedder(Embedder):
             self.hits += len(items) - len(todo)
         return np.stack([found[key] for key in keys]).astype(np.float32, copy=False)
 
-    def reset_counters(self) -> None:
-        with self._counter_lock:
-            self.hits = self.misses = 0
-
     def __repr__(self) -> str:
         return f"CachedEmbedder({self.inner!r}, path={str(self.cache.path)!r})"

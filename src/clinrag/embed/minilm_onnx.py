@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from clinrag.core.backends import EMBED_BACKENDS
 from clinrag.core.errors import ConfigError, ModelUnavailableError
+from clinrag.core.settings import Settings
 from clinrag.embed.base import Embedder, l2_normalize, validate_texts
 
 if TYPE_CHECKING:
@@ -142,3 +144,12 @@ def _load_session(path: Path, threads: int) -> ort.InferenceSession:
         return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types, all plain Exceptions
         raise ModelUnavailableError(f"cannot load the ONNX model {path}: {exc}") from exc
+
+
+@EMBED_BACKENDS.register("minilm-onnx")
+def from_settings(settings: Settings) -> MiniLMOnnxEmbedder:
+    if settings.embed_model not in (None, MODEL_ID):
+        raise ConfigError(
+            f"embed_backend 'minilm-onnx' runs {MODEL_ID} only; embed_model is {settings.embed_model!r}"
+        )
+    return MiniLMOnnxEmbedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)

@@ -7,8 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from clinrag.core.backends import EMBED_BACKENDS
 from clinrag.core.errors import ConfigError, ModelUnavailableError
 from clinrag.core.remote import RetryPolicy, call_with_retries, make_clients
+from clinrag.core.settings import Settings
 from clinrag.embed.base import Embedder
 
 _PROBE_TEXT = "dimension probe"
@@ -88,3 +90,20 @@ class OpenAIEmbedder(Embedder):
                 f"{self._where} returned malformed embeddings of shape {vectors.shape}, expected (n, dim)"
             )
         return vectors
+
+
+@EMBED_BACKENDS.register("openai")
+def from_settings(settings: Settings) -> OpenAIEmbedder:
+    missing = [
+        f"CLINRAG_{name.upper()}" for name in ("embed_model", "embed_base_url") if not getattr(settings, name)
+    ]
+    if missing or settings.embed_model is None:
+        raise ConfigError(f"embed_backend 'openai' needs {' and '.join(missing)}")
+    return OpenAIEmbedder(
+        model=settings.embed_model,
+        base_url=settings.embed_base_url,
+        api_key=settings.embed_api_key.get_secret_value() if settings.embed_api_key else None,
+        timeout_s=settings.llm_timeout_s,
+        retry=RetryPolicy(max_retries=settings.llm_max_retries, backoff_s=settings.llm_backoff_s),
+        batch_size=settings.embed_batch_size,
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ CONFIG_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 QUALITY_FILE = "quality.jsonl"  # written by `clinrag eval quality`
+PARTITIONS_DIR = "partitions"  # one results directory per partition of a partitioned run
 JUDGE_METRIC = "judge_quality"
 
 
@@ -141,6 +143,29 @@ class RunDirectory:
             handle.write(line.encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
+
+    def partition(self, name: str) -> RunDirectory:
+        """The directory of one partition of a partitioned run (see `merge_partitions`)."""
+        return RunDirectory(self.path / PARTITIONS_DIR / name)
+
+    def merge_partitions(self, case_order: list[str]) -> int:
+        """Append the results found in partition directories to results.jsonl (in `case_order`, each case
+        once, none already there), then remove them; returns how many were added. A partitioned run writes
+        each partition's results apart; what a crash left there is merged by the next run."""
+        folder = self.path / PARTITIONS_DIR
+        if not folder.is_dir():
+            return 0
+        done = {result.case_id for result in self.results()}
+        position = {case_id: index for index, case_id in enumerate(case_order)}
+        found = {}
+        for part in sorted(folder.iterdir()):
+            for result in RunDirectory(part).results():
+                if result.case_id in position and result.case_id not in done:
+                    found.setdefault(result.case_id, result)
+        for result in sorted(found.values(), key=lambda r: position[r.case_id]):
+            self.append(result)
+        shutil.rmtree(folder)
+        return len(found)
 
     def drop_torn_tail(self) -> None:
         """Cut a half-written last line left by a crash, so appends start on a fresh line."""

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -45,12 +45,6 @@ class RunRequest:
     seed: int = 0
     concurrency: int = 4
     params: dict[str, Any] = field(default_factory=dict)
-    # "local": this process; "dask": partitions on the Dask cluster at `scheduler` (else a LocalCluster of
-    # `workers` processes on 127.0.0.1), `partitions` of them (default 4 per worker).
-    executor: str = "local"
-    scheduler: str | None = None
-    workers: int = 2
-    partitions: int | None = None
 
 
 @dataclass
@@ -67,6 +61,35 @@ class RunOutcome:
     ran: int
 
 
+class Executor(Protocol):
+    """Answers the cases a run has left, appending each result to the run directory as it finishes."""
+
+    async def answer(
+        self,
+        runner: EvalRunner,
+        request: RunRequest,
+        method: Method,
+        todo: list[Case],
+        run_dir: RunDirectory,
+        run_id: str,
+    ) -> None: ...
+
+
+class LocalExecutor:
+    """This process: `request.concurrency` cases at a time."""
+
+    async def answer(
+        self,
+        runner: EvalRunner,
+        request: RunRequest,
+        method: Method,
+        todo: list[Case],
+        run_dir: RunDirectory,
+        run_id: str,
+    ) -> None:
+        await runner.answer_all(method, todo, run_dir, run_id, request.concurrency)
+
+
 class EvalRunner:
     def __init__(
         self,
@@ -75,11 +98,13 @@ class EvalRunner:
         progress: bool = True,
         chat_model_factory: Callable[[Settings], ChatModel] | None = None,
         embedder_factory: Callable[[Settings], Embedder] | None = None,
+        executor: Executor | None = None,
     ) -> None:
         self.settings = settings
         self.progress = progress
         self.chat_model_factory = chat_model_factory
         self.embedder_factory = embedder_factory
+        self.executor = executor or LocalExecutor()
 
     def run(self, request: RunRequest) -> RunOutcome:
         return asyncio.run(self._run_until_stopped(request))
@@ -95,29 +120,22 @@ class EvalRunner:
         return await self.arun(request)
 
     async def arun(self, request: RunRequest) -> RunOutcome:
-        from clinrag.scale.cluster import check_executor
-        from clinrag.scale.evaluation import merge_partitions
-
         if request.concurrency < 1:
             raise InvalidInputError(f"concurrency must be at least 1, got {request.concurrency}")
-        check_executor(request.executor)
         prepared = self.prepare(request)
         method, cases = prepared.method, prepared.cases
         model_name = method.model.model if getattr(method, "model", None) is not None else "none"
         run_dir = RunDirectory(request.out)
         config = self._config(request, prepared.dataset, cases, model_name)
         self._prepare(run_dir, config)
-        merge_partitions(run_dir, [case.id for case in cases])  # what a crashed partitioned run finished
+        run_dir.merge_partitions([case.id for case in cases])  # what a crashed partitioned run finished
         done = {r.case_id for r in run_dir.results()}
         todo = [case for case in cases if case.id not in done]
         run_id = uuid.uuid4().hex[:12]
         # A resumed run adds its time to that of the invocations that finished before it.
         earlier_wall_s = run_dir.summary().wall_s if run_dir.has_summary() else 0.0
         started = time.perf_counter()
-        if request.executor == "dask":
-            await asyncio.to_thread(self._answer_on_dask, request, todo, run_dir, run_id)
-        else:
-            await self.answer_all(method, todo, run_dir, run_id, request.concurrency)
+        await self.executor.answer(self, request, method, todo, run_dir, run_id)
         summary = summarize(config, run_dir.results(), earlier_wall_s + time.perf_counter() - started)
         run_dir.write_summary(summary)
         return RunOutcome(summary=summary, skipped=len(cases) - len(todo), ran=len(todo))
@@ -130,25 +148,6 @@ class EvalRunner:
         if not cases:
             raise InvalidInputError(f"dataset {request.dataset!r} has no cases to evaluate")
         return PreparedRun(spec.build(self._context(request, dataset, cases)), cases, dataset.name)
-
-    def _answer_on_dask(
-        self, request: RunRequest, todo: list[Case], run_dir: RunDirectory, run_id: str
-    ) -> None:
-        from clinrag.scale.cluster import dask_client
-        from clinrag.scale.evaluation import run_partitioned
-
-        with self._progress() as progress, dask_client(request.scheduler, workers=request.workers) as client:
-            bar = progress.add_task(f"{request.method} on dask", total=len(todo))
-            run_partitioned(
-                client,
-                self.settings,
-                request,
-                todo,
-                run_dir,
-                run_id,
-                partitions=request.partitions,
-                on_progress=lambda n: progress.advance(bar, n),
-            )
 
     def _context(self, request: RunRequest, dataset: Dataset, cases: list[Case]) -> MethodContext:
         return MethodContext(
@@ -190,7 +189,7 @@ class EvalRunner:
             )
         run_dir.drop_torn_tail()
 
-    def _progress(self) -> Progress:
+    def progress_bar(self) -> Progress:
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
         return Progress(*columns, disable=not self.progress, transient=False)
 
@@ -199,7 +198,7 @@ class EvalRunner:
     ) -> None:
         """Answer `cases`, `concurrency` at a time, appending each result to `run_dir` as it finishes."""
         semaphore = asyncio.Semaphore(concurrency)
-        with self._progress() as progress:
+        with self.progress_bar() as progress:
             bar = progress.add_task(f"{method.name}", total=len(cases))
 
             async def one(case: Case) -> None:

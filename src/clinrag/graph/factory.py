@@ -21,7 +21,7 @@ def open_graph(
 ) -> GraphStore:
     """Open a graph store.
 
-    - no `uri`: start (or join) the packaged FalkorDB server on `data_dir` (default: under clinrag's home);
+    - no `uri`: start (or join) the packaged FalkorDB server on `data_dir` (`settings.graph_data_dir`);
     - `redis://`, `falkor://`, `unix://` (and TLS variants): a running FalkorDB server, graph `graph`;
     - `bolt://`, `neo4j://` (and TLS variants): a Neo4j server; credentials may sit in the URI.
 
@@ -30,6 +30,8 @@ def open_graph(
     if not uri:
         from clinrag.graph.falkordb_store import FalkorDBStore
 
+        if data_dir is None:
+            raise ConfigError("clinrag's own graph server needs a data directory (settings.graph_data_dir)")
         return FalkorDBStore.embedded(data_dir, graph, **options)
     scheme = uri.split("://", 1)[0].lower() if "://" in uri else ""
     if scheme in FALKORDB_SCHEMES:

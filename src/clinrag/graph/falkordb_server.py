@@ -40,12 +40,6 @@ _MAX_SOCKET_PATH = 100
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
-def default_data_dir() -> Path:
-    from clinrag.core.settings import load_settings
-
-    return load_settings().home / "graph" / "falkordb"
-
-
 @dataclass
 class ServerState:
     pid: int
@@ -58,13 +52,13 @@ class FalkorDBServer:
 
     def __init__(
         self,
-        data_dir: str | Path | None = None,
+        data_dir: str | Path,
         *,
         transport: Literal["auto", "unix", "tcp"] = "auto",
         start_timeout_s: float = 30.0,
         stop_timeout_s: float = 30.0,
     ) -> None:
-        self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+        self.data_dir = Path(data_dir)
         self.transport = transport
         self.start_timeout_s = start_timeout_s
         self.stop_timeout_s = stop_timeout_s

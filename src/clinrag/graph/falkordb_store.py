@@ -45,7 +45,7 @@ class FalkorDBStore(GraphStore):
 
     @classmethod
     def embedded(
-        cls, data_dir: str | Path | None = None, graph: str = DEFAULT_GRAPH, **server_options: Any
+        cls, data_dir: str | Path, graph: str = DEFAULT_GRAPH, **server_options: Any
     ) -> FalkorDBStore:
         """Start (or join) clinrag's own FalkorDB server on `data_dir` and open `graph` on it."""
         server = FalkorDBServer(data_dir, **server_options)

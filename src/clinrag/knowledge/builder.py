@@ -19,8 +19,9 @@ from tqdm import tqdm
 from clinrag.core.errors import ConfigError, InvalidInputError
 from clinrag.embed.base import Embedder
 from clinrag.knowledge.base import KnowledgeBase
+from clinrag.knowledge.items import SourceItem
 from clinrag.knowledge.rewrite import DeclarativeRewriter, Rewrite
-from clinrag.knowledge.sources import SourceItem, read_source
+from clinrag.knowledge.sources import read_source
 from clinrag.knowledge.statement import Statement
 from clinrag.knowledge.tagging import Tagger, Tagging
 

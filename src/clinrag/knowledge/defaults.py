@@ -5,7 +5,6 @@ resumable builder."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from clinrag.embed.base import Embedder
 from clinrag.knowledge.base import INFO_FILE, KnowledgeBase
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
 from clinrag.knowledge.factory import build_tagger
-from clinrag.knowledge.packaged import DEFAULT_SOURCES, PREFIX, is_packaged
+from clinrag.knowledge.readers.packaged import DEFAULT_SOURCES, PREFIX, is_packaged
 from clinrag.knowledge.rewrite import DeclarativeRewriter
 from clinrag.knowledge.tagging import EmbeddingTagger
 
@@ -22,14 +21,13 @@ PACKAGED_DEFAULT = tuple(PREFIX + name for name in DEFAULT_SOURCES)
 
 
 def default_knowledge_base_path(settings: Settings) -> Path:
-    return settings.home / "kb-default"
+    return settings.default_kb_path
 
 
 def sources_knowledge_base_path(settings: Settings, sources: Sequence[str | Path], rewrite: bool) -> Path:
     """Where the base built from `sources` is kept (one per set of resolved sources and rewrite setting)."""
     names = sorted(str(s) if is_packaged(s) else str(Path(s).resolve()) for s in sources)
-    digest = hashlib.sha256(f"{names}:{rewrite}".encode()).hexdigest()[:12]
-    return settings.home / f"kb-sources-{digest}"
+    return settings.built_base_path("kb-sources", f"{names}:{rewrite}")
 
 
 def open_knowledge_base(

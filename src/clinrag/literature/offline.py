@@ -9,7 +9,7 @@ from pathlib import Path
 
 from clinrag.core.models import Evidence
 from clinrag.index.lexical import LexicalIndex
-from clinrag.knowledge.sources import read_pubmedqa
+from clinrag.knowledge.readers.pubmedqa import read_pubmedqa
 from clinrag.literature.article import PubMedArticle
 
 LONG_ANSWER = "LONG_ANSWER"

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from clinrag.core.backends import CHAT_BACKENDS
 from clinrag.core.errors import InvalidInputError, ModelUnavailableError
+from clinrag.core.settings import Settings
 from clinrag.core.usage import Usage
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
 
@@ -206,3 +208,17 @@ class EmbeddedLlama(ChatModel):
         logits = np.ctypeslib.as_array(pointer, shape=(self._llm.n_vocab(),)).astype(np.float64)
         logits -= logits.max()
         return logits - np.log(np.exp(logits).sum())
+
+
+@CHAT_BACKENDS.register("embedded")
+def from_settings(settings: Settings) -> EmbeddedLlama:
+    # CLINRAG_LLM_MODEL may name another local GGUF file.
+    return EmbeddedLlama(
+        Path(settings.llm_model) if settings.llm_model else None,
+        n_ctx=settings.embedded_n_ctx,
+        n_threads=settings.embedded_n_threads,
+        repeat_penalty=settings.embedded_repeat_penalty,
+        seed=settings.embedded_seed,
+        default_max_tokens=settings.llm_max_tokens,
+        max_prompt_chars=settings.max_prompt_chars,
+    )

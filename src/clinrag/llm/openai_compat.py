@@ -7,7 +7,10 @@ import threading
 import time
 from typing import Any, Literal
 
+from clinrag.core.backends import CHAT_BACKENDS
+from clinrag.core.errors import ConfigError
 from clinrag.core.remote import RetryPolicy, acall_with_retries, call_with_retries, make_clients
+from clinrag.core.settings import Settings
 from clinrag.core.usage import Usage
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
 from clinrag.llm.structured import choice_request, scores_from_choice
@@ -175,3 +178,21 @@ class OpenAICompatible(ChatModel):
         else:
             spent = None
         return scores_from_choice(await self._acomplete(choice_request(request, options)), options, spent)
+
+
+@CHAT_BACKENDS.register("openai")
+def from_settings(settings: Settings) -> OpenAICompatible:
+    if not settings.llm_model:
+        raise ConfigError("the openai backend needs CLINRAG_LLM_MODEL (the model name the server serves)")
+    return OpenAICompatible(
+        model=settings.llm_model,
+        base_url=settings.llm_base_url,
+        api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
+        timeout_s=settings.llm_timeout_s,
+        retry=RetryPolicy(max_retries=settings.llm_max_retries, backoff_s=settings.llm_backoff_s),
+        concurrency=settings.llm_concurrency,
+        structured_output=settings.llm_structured_output,
+        logprobs=settings.llm_logprobs,
+        default_max_tokens=settings.llm_max_tokens,
+        max_prompt_chars=settings.max_prompt_chars,
+    )

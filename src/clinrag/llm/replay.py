@@ -10,7 +10,9 @@ import json
 import threading
 from pathlib import Path
 
+from clinrag.core.backends import CHAT_BACKENDS
 from clinrag.core.errors import ConfigError, ReplayMissError
+from clinrag.core.settings import Settings
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
 
 
@@ -110,3 +112,10 @@ class RecordingChatModel(ChatModel):
             request.content_key("score", options), "score", request, options, result.model_dump(mode="json")
         )
         return result
+
+
+@CHAT_BACKENDS.register("replay")
+def from_settings(settings: Settings) -> ReplayChatModel:
+    if settings.llm_replay_path is None:
+        raise ConfigError("the replay backend needs CLINRAG_LLM_REPLAY_PATH")
+    return ReplayChatModel(settings.llm_replay_path, max_prompt_chars=settings.max_prompt_chars)

@@ -32,19 +32,19 @@ def parse_structured(text: str, schema: type[M]) -> M:
             ) from first
 
 
-def _with_schema(request: ChatRequest, schema: type[BaseModel]) -> ChatRequest:
+def with_schema(request: ChatRequest, schema: type[BaseModel]) -> ChatRequest:
     return request.model_copy(update={"json_schema": schema.model_json_schema()})
 
 
 def complete_structured(model: ChatModel, request: ChatRequest, schema: type[M]) -> tuple[M, Completion]:
-    completion = model.complete(_with_schema(request, schema))
+    completion = model.complete(with_schema(request, schema))
     return parse_structured(completion.text, schema), completion
 
 
 async def acomplete_structured(
     model: ChatModel, request: ChatRequest, schema: type[M]
 ) -> tuple[M, Completion]:
-    completion = await model.acomplete(_with_schema(request, schema))
+    completion = await model.acomplete(with_schema(request, schema))
     return parse_structured(completion.text, schema), completion
 
 

@@ -1,14 +1,15 @@
-"""The contract every method implements, and the context a method is built from."""
+"""The contract every method implements, the context a method is built from, and its registered spec."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -26,18 +27,46 @@ if TYPE_CHECKING:
     from clinrag.patients.similarity import SimilarPatients
 
 
+T = TypeVar("T")
+
+
 class Method(ABC):
-    """Answers cases. `aanswer` runs `answer` in a worker thread unless a method has a native async path.
-    `model` is the chat model the method answers with (None for methods without one)."""
+    """Answers cases. `aanswer` is the one entry point a method implements (a method whose work blocks runs
+    it in a worker thread); `answer` runs it to completion from synchronous code. `model` is the chat model
+    the method answers with (None for methods without one)."""
 
     name: str
     model: ChatModel | None = None
 
     @abstractmethod
-    def answer(self, case: Case) -> Answer: ...
+    async def aanswer(self, case: Case) -> Answer: ...
 
-    async def aanswer(self, case: Case) -> Answer:
-        return await asyncio.to_thread(self.answer, case)
+    def answer(self, case: Case) -> Answer:
+        return run_sync(self.aanswer(case))
+
+
+def run_sync(coroutine: Coroutine[object, object, T]) -> T:
+    """Run a coroutine to completion from synchronous code — in a thread of its own when this thread is
+    already running an event loop (asyncio.run cannot nest)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    result: list[T] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(asyncio.run(coroutine))
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return result[0]
 
 
 class MethodConfig(BaseModel):
@@ -70,6 +99,7 @@ class MethodContext:
     chat_model_factory: Callable[[Settings], ChatModel] | None = None
     embedder_factory: Callable[[Settings], Embedder] | None = None
     patient_base: PatientBase | None = None
+    knowledge: KnowledgeBase | None = None  # a loaded base used where a method is given no path
 
     def similar_patients(self) -> SimilarPatients:
         """Similar-patient search over the experience (the saved base's index when there is one)."""
@@ -93,6 +123,8 @@ class MethodContext:
         the method without one, for the error message."""
         from clinrag.knowledge.base import INFO_FILE, KnowledgeBase
 
+        if path is None and self.knowledge is not None:
+            return self.knowledge
         directory = Path(path) if path else self.settings.knowledge_base_path
         if not (directory / INFO_FILE).is_file():
             hint = f", or run without one (--param {without})" if without else ""
@@ -108,7 +140,7 @@ class MethodContext:
         from clinrag.graph.factory import open_graph
 
         uri = uri or self.settings.graph_uri
-        return open_graph(uri, None if uri else self.settings.home / "graph" / "falkordb")
+        return open_graph(uri, None if uri else self.settings.graph_data_dir)
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -119,12 +151,21 @@ class MethodContext:
         return self.embedder_factory(self.settings)
 
 
+C = TypeVar("C", bound=MethodConfig)
+
+
 @dataclass(frozen=True)
-class MethodSpec:
-    """A registered method: its name, a one-line description, and how to build it from a context."""
+class MethodSpec(Generic[C]):
+    """A registered method: its name, a one-line description, its parameters, and how to build it from a
+    context and validated parameters."""
 
     name: str
     description: str
-    build: Callable[[MethodContext], Method]
+    config: type[C]
+    factory: Callable[[MethodContext, C], Method]
     uses_llm: bool = True
     needs_experience: bool = False
+
+    def build(self, context: MethodContext) -> Method:
+        """The method for `context`; invalid parameters are an `InvalidInputError` naming each field."""
+        return self.factory(context, self.config.from_params(context.params))

@@ -5,16 +5,16 @@ continuation of the reasoning (`answer=score`)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import ClassVar
 
 from pydantic import Field
 
 from clinrag.core.models import Answer, Case
 from clinrag.llm.base import ChatModel, ChatRequest, Message
-from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
-from clinrag.methods.options import CHOICE_TASKS, AnswerMode, answer_case
-from clinrag.tasks.prompts import task_prompt
+from clinrag.methods.answering import AnswerMode, answer_case, generate
+from clinrag.methods.base import Method, MethodConfig, MethodSpec
+from clinrag.methods.registry import register
+from clinrag.tasks.templates import CHOICE_TASKS, task_prompt
 
 REASON = "Let's think step by step."
 CONCLUDE = "Therefore, the answer is (reply with the answer only, in the format asked above):"
@@ -35,9 +35,6 @@ class CoTMethod(Method):
         self.model = model
         self.config = config or CoTConfig()
 
-    def answer(self, case: Case) -> Answer:
-        return asyncio.run(self.aanswer(case))
-
     async def aanswer(self, case: Case) -> Answer:
         answer = Answer(case_id=case.id, method=self.name)
         prompt = task_prompt(case)
@@ -45,12 +42,12 @@ class CoTMethod(Method):
             Message(role="system", content=prompt.system),
             Message(role="user", content=f"{prompt.render(case)}\n\n{REASON}"),
         ]
-        with answer.trace.step("reason") as step:
-            reasoning = await self.model.acomplete(
-                ChatRequest(messages=question, max_tokens=self.config.reasoning_tokens, temperature=0.0)
-            )
-            answer.usage += reasoning.usage
-            step.output = {"reasoning": reasoning.text}
+        reasoning = await generate(
+            self.model,
+            ChatRequest(messages=question, max_tokens=self.config.reasoning_tokens, temperature=0.0),
+            answer,
+            "reason",
+        )
         conclusion = ChatRequest(
             messages=[
                 *question,
@@ -70,13 +67,11 @@ def _chooses(case: Case) -> bool:
     return bool(case.options) and case.task in CHOICE_TASKS
 
 
-def build(context: MethodContext) -> CoTMethod:
-    return CoTMethod(context.chat_model, CoTConfig.from_params(dict(context.params)))
-
-
-SPEC = MethodSpec(
-    name="cot",
-    description="zero-shot chain of thought: reason step by step, then answer",
-    build=build,
-    uses_llm=True,
+SPEC = register(
+    MethodSpec(
+        name="cot",
+        description="zero-shot chain of thought: reason step by step, then answer",
+        config=CoTConfig,
+        factory=lambda context, config: CoTMethod(context.chat_model, config),
+    )
 )

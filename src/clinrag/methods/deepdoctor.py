@@ -25,11 +25,12 @@ from clinrag.graph.planner import GraphPlanner, PlannerConfig, RetrievalState
 from clinrag.graph.store import GraphStore
 from clinrag.literature.search import LiteratureSearch
 from clinrag.llm.base import ChatModel, ChatRequest
+from clinrag.methods.answering import AnswerMode, answer_case
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.evidence_pack import EvidencePack, graph_evidence, mesh_evidence
-from clinrag.methods.options import AnswerMode, answer_case
-from clinrag.tasks.prompts import task_prompt
+from clinrag.methods.registry import register
 from clinrag.tasks.render import case_text
+from clinrag.tasks.templates import task_prompt
 from clinrag.terms.mesh_mapper import MeshMapper
 
 STRICT = (
@@ -45,6 +46,8 @@ class DeepDoctorConfig(MethodConfig):
 
     method_name: ClassVar[str] = "deepdoctor"
 
+    graph: str | None = None  # a graph URI (else CLINRAG_GRAPH_URI, else clinrag's own server)
+    mesh: str | None = None  # a MeSH index (else <CLINRAG_HOME>/mesh/mesh.sqlite when it exists)
     prompt: Literal["strict", "unstrict"] = "strict"
     answer: AnswerMode = "score"
     max_rounds: int = Field(default=3, ge=1, le=10)
@@ -84,14 +87,11 @@ class DeepDoctorMethod(Method):
         )
         self.planner = GraphPlanner(model, store, NodeMatcher(store), planner_config)
 
-    def answer(self, case: Case) -> Answer:
-        return asyncio.run(self.aanswer(case))
-
     async def aanswer(self, case: Case) -> Answer:
         answer = Answer(case_id=case.id, method=self.name)
         question = case_text(case)
         run = await self.planner.run(question, answer.trace)
-        answer.usage += run.usage
+        answer.usage += run.usage  # the planner's own ledger: its calls, once
         with answer.trace.step("deepdoctor.planner", rounds=run.rounds) as step:
             step.output = {"stop_reason": run.stop_reason, "facts": len(run.state.triples)}
         diseases = leading_diseases(run.state)
@@ -159,29 +159,32 @@ def leading_diseases(state: RetrievalState) -> list[str]:
     return list(dict.fromkeys([*ranked, *heads, *state.descriptions]))
 
 
-def build(context: MethodContext) -> DeepDoctorMethod:
+def build(context: MethodContext, config: DeepDoctorConfig) -> DeepDoctorMethod:
     from clinrag.literature.config import build_literature_search, literature_config
 
-    params = dict(context.params)
-    uri = params.pop("graph", None) or context.settings.graph_uri
-    mesh_path = params.pop("mesh", None)
-    config = DeepDoctorConfig.from_params(params)
-    store = context.graph_store(uri)
+    uri = config.graph or context.settings.graph_uri
+    mesh_path = Path(config.mesh) if config.mesh else context.settings.mesh_index_path
     mesh = None
-    default_mesh = context.settings.home / "mesh" / "mesh.sqlite"
-    if mesh_path or default_mesh.is_file():
+    if config.mesh or mesh_path.is_file():
         from clinrag.terms.mesh import MeshIndex
 
-        mesh = MeshMapper(MeshIndex(Path(mesh_path) if mesh_path else default_mesh))
+        mesh = MeshMapper(MeshIndex(mesh_path))
     literature = build_literature_search(literature_config(context.settings))
     return DeepDoctorMethod(
-        context.chat_model, store, config, mesh=mesh, literature=literature, graph_source=uri or "graph"
+        context.chat_model,
+        context.graph_store(uri),
+        config,
+        mesh=mesh,
+        literature=literature,
+        graph_source=uri or "graph",
     )
 
 
-SPEC = MethodSpec(
-    name="deepdoctor",
-    description="DeepDoctor-RAG: LLM-planned graph actions, then an answer from the evidence pack",
-    build=build,
-    uses_llm=True,
+SPEC = register(
+    MethodSpec(
+        name="deepdoctor",
+        description="DeepDoctor-RAG: LLM-planned graph actions, then an answer from the evidence pack",
+        config=DeepDoctorConfig,
+        factory=build,
+    )
 )

@@ -23,21 +23,28 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from clinrag.core.errors import AnswerParseError, InvalidInputError, StructuredOutputError
-from clinrag.core.models import Answer, Case, RankedDiagnosis, StructuredResult, Trace
+from clinrag.core.models import Answer, Case, StructuredResult, Trace
 from clinrag.index.concept import Fallback
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.tagging import Tagger
 from clinrag.llm.base import ChatModel, ChatRequest
+from clinrag.methods.answering import (
+    complete,
+    generate,
+    option_distribution,
+    ranked_result,
+    record_failure,
+    top,
+)
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.context import ClinicalContext
 from clinrag.methods.medtextgrad import EarlyStop, MedTextGrad, MedTextGradConfig
+from clinrag.methods.registry import register
 from clinrag.patients.similarity import Neighbours, SimilarPatients, label_vote, patient_evidence
-from clinrag.tasks.prompts import TaskPrompt, cited_ids, get_task_prompt, task_prompt
+from clinrag.tasks.citations import cited_ids
 from clinrag.tasks.render import case_text
+from clinrag.tasks.templates import CHOICE_TASKS, SET_TASKS, TaskPrompt, get_task_prompt, task_prompt
 
-CHOICE_TASKS = ("diagnosis", "multiple_choice", "ddx")
-SET_TASKS = ("multi_select", "treatment")
-DDX_SIZE = 10
 PRIOR_FLOOR = 0.01  # ε: an option no similar patient had keeps a small chance
 PROMPT_PATIENT_CHARS = 300  # per patient in the prompt; the full record stays in the evidence
 
@@ -47,6 +54,7 @@ class DoctorRAGConfig(MethodConfig):
 
     method_name: ClassVar[str] = "doctorrag"
 
+    kb: str | None = None  # a knowledge base directory (else CLINRAG_KB_PATH)
     k_statements: int = Field(default=5, ge=1)
     k_patients: int = Field(default=3, ge=1)  # similar patients shown in the prompt
     # Similar patients whose labels form the experience prior: 3-5 were best for the label vote on a DDXPlus
@@ -101,9 +109,6 @@ class DoctorRAG(Method):
         self.config = config
         self.refiner = refiner
 
-    def answer(self, case: Case) -> Answer:
-        return asyncio.run(self.aanswer(case))
-
     async def aanswer(self, case: Case) -> Answer:
         answer = Answer(case_id=case.id, method=self.name)
         context, neighbours = await self._retrieve(case, answer.trace)
@@ -123,8 +128,7 @@ class DoctorRAG(Method):
             else:
                 await self._reply(case, prompt, context, answer)
         except (AnswerParseError, StructuredOutputError) as exc:
-            answer.error = f"{type(exc).__name__}: {exc}"
-            answer.text = answer.text or exc.raw
+            record_failure(answer, exc)
         return answer
 
     # --- retrieval -------------------------------------------------------------------------------------
@@ -189,32 +193,21 @@ class DoctorRAG(Method):
     async def _choose(
         self, case: Case, prompt: TaskPrompt, context: ClinicalContext, neighbours: Neighbours, answer: Answer
     ) -> None:
-        keys = list(case.options)
         llm: dict[str, float] = {}
         if self.config.use_llm_scores:
-            # Letters are scored as letters; names as whole replies, averaged per token so that long
-            # diagnosis names are not penalised for their length.
-            by_letter = all(len(key) <= 2 for key in keys)
-            targets = keys if by_letter else [case.options[key] for key in keys]
             # Each option is scored as the whole reply, so a differential is asked as its top diagnosis
             # (DoctorRAG D.1: "return only the name of the disease").
             asked = get_task_prompt("diagnosis", case.language) if case.task == "ddx" else prompt
-            with answer.trace.step(
-                "score_options", options=len(keys), scored="keys" if by_letter else "texts"
-            ) as step:
-                scores = await self.model.ascore_options(self._request(case, asked, context), targets)
-                answer.usage += scores.usage
-                llm = dict(zip(keys, scores.probabilities("sum" if by_letter else "mean"), strict=True))
-                step.output = {"llm": _top(llm)}
+            request = self._request(case, asked, context)
+            llm = await option_distribution(self.model, request, case, answer)
         prior = self._prior(case, neighbours)
         with answer.trace.step("combine", prior_weight=self.config.prior_weight) as step:
             combined = combine(llm, prior, self.config.prior_weight)
-            step.output = {"prior": _top(prior), "combined": _top(combined)}
+            step.output = {"prior": top(prior), "combined": top(combined)}
         if not combined:
             raise AnswerParseError("neither model scores nor similar patients' diagnoses were available", "")
+        answer.result = ranked_result(case, combined)
         order = sorted(combined, key=lambda key: -combined[key])
-        ddx = [RankedDiagnosis(name=case.options[key], probability=combined[key]) for key in order[:DDX_SIZE]]
-        answer.result = StructuredResult(choice=order[0], ddx=ddx)
         answer.text = _choice_text(case, order, combined, llm, prior)
 
     async def _select(
@@ -225,8 +218,7 @@ class DoctorRAG(Method):
             request = self._request(case, prompt, context, max_tokens=self.config.max_tokens, temperature=0.0)
             request = request.model_copy(update={"json_schema": prompt.json_schema(case)})
             with answer.trace.step("select") as step:
-                completion = await self.model.acomplete(request)
-                answer.usage += completion.usage
+                completion = await complete(self.model, request, answer, step)
                 answer.text = completion.text
                 step.output = {"text": completion.text}
                 chosen = prompt.parse(completion.text, case).choices
@@ -256,14 +248,10 @@ class DoctorRAG(Method):
                 language=case.language,
                 trace=answer.trace,
             )
-            answer.usage += refinement.usage
+            answer.usage += refinement.usage  # the refinement's own ledger: its calls, once
             answer.text = refinement.answer
         else:
-            with answer.trace.step("generate") as step:
-                completion = await self.model.acomplete(request)
-                answer.usage += completion.usage
-                answer.text = completion.text
-                step.output = {"text": completion.text}
+            answer.text = (await generate(self.model, request, answer, "generate")).text
         answer.text = prompt.parse_reply(answer.text, case).text
         _mark_citations(answer)
 
@@ -304,10 +292,6 @@ def combine(llm: dict[str, float], prior: dict[str, float], weight: float) -> di
     return {key: value / total for key, value in weights.items()}
 
 
-def _top(distribution: dict[str, float], n: int = DDX_SIZE) -> dict[str, float]:
-    return {key: round(p, 4) for key, p in sorted(distribution.items(), key=lambda kv: -kv[1])[:n]}
-
-
 def _choice_text(
     case: Case, order: list[str], combined: dict[str, float], llm: dict[str, float], prior: dict[str, float]
 ) -> str:
@@ -324,20 +308,17 @@ def _choice_text(
     return "\n".join(lines)
 
 
-def build(context: MethodContext) -> DoctorRAG:
-    params = dict(context.params)
-    kb_path = params.pop("kb", None)
-    config = DoctorRAGConfig.from_params(params)
+def build(context: MethodContext, config: DoctorRAGConfig) -> DoctorRAG:
     needs_model = config.use_llm_scores or config.refine_iterations > 0
     model = context.chat_model if needs_model else None
     knowledge = tagger = None
     if config.use_knowledge:
         from clinrag.knowledge.factory import build_tagger
 
-        knowledge = context.knowledge_base(kb_path, param="kb", without="use_knowledge=false")
+        knowledge = context.knowledge_base(config.kb, param="kb", without="use_knowledge=false")
         tagger = build_tagger(context.settings, context.embedder) if config.use_tags else None
     patients = None
-    if config.use_patients and context.experience:
+    if config.use_patients and (context.experience or context.patient_base is not None):
         patients = context.similar_patients()
     refiner = MedTextGrad(model, config.refiner_config()) if config.refine_iterations else None
     return DoctorRAG(
@@ -351,9 +332,11 @@ def build(context: MethodContext) -> DoctorRAG:
     )
 
 
-SPEC = MethodSpec(
-    name="doctorrag",
-    description="DoctorRAG: concept-constrained knowledge + similar patients (+ Med-TextGrad refinement)",
-    build=build,
-    uses_llm=True,
+SPEC = register(
+    MethodSpec(
+        name="doctorrag",
+        description="DoctorRAG: concept-constrained knowledge + similar patients (+ Med-TextGrad refinement)",
+        config=DoctorRAGConfig,
+        factory=build,
+    )
 )

@@ -10,19 +10,21 @@ When the case has options, the differential keeps the diseases that are options.
 
 from __future__ import annotations
 
+import asyncio
 from typing import ClassVar
 
 from pydantic import Field
 
-from clinrag.core.models import Answer, Case, RankedDiagnosis, StructuredResult
+from clinrag.core.models import DDX_SIZE, Answer, Case, RankedDiagnosis, StructuredResult
 from clinrag.graph.actions import MAX_KEYWORDS, TOP_K_MAX, Action, ActionRequest, run_action
-from clinrag.graph.matching import NodeMatcher, normalize
+from clinrag.graph.matching import NodeMatcher
 from clinrag.graph.planner import RetrievalState
 from clinrag.graph.store import GraphStore
+from clinrag.methods.answering import option_key
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.evidence_pack import graph_evidence
+from clinrag.methods.registry import register
 
-DDX_SIZE = 10
 YES = " Yes"
 
 
@@ -31,6 +33,7 @@ class GraphInferConfig(MethodConfig):
 
     method_name: ClassVar[str] = "graph-infer"
 
+    graph: str | None = None  # a graph URI (else CLINRAG_GRAPH_URI, else clinrag's own server)
     min_match_count: int = Field(default=1, ge=1)
     top_k_items: int = Field(default=TOP_K_MAX, ge=1, le=TOP_K_MAX)  # diseases the action returns
     fuzzy_threshold: float = Field(default=88.0, gt=0, le=100)
@@ -60,7 +63,10 @@ class GraphInfer(Method):
         self.matcher = NodeMatcher(store, fuzzy_threshold=self.config.fuzzy_threshold)
         self.graph_source = graph_source
 
-    def answer(self, case: Case) -> Answer:
+    async def aanswer(self, case: Case) -> Answer:
+        return await asyncio.to_thread(self._infer, case)
+
+    def _infer(self, case: Case) -> Answer:
         answer = Answer(case_id=case.id, method=self.name)
         keywords = symptom_keywords(case)
         if not keywords:
@@ -81,16 +87,16 @@ class GraphInfer(Method):
                 "matches": [[m.keyword, m.node, m.method, round(m.score, 1)] for m in result.matches],
                 "ranked": [[d.name, d.match_count] for d in result.ranked],
             }
-        ranked = [d for d in result.ranked if not case.options or _option_key(d.name, case.options)]
+        ranked = [
+            d for d in result.ranked if not case.options or option_key(d.name, case.options) in case.options
+        ]
         if not ranked:
             answer.error = "the graph matched no disease to these findings"
             answer.text = "No disease in the graph has these findings."
             return answer
         matched = len(result.matched_nodes)
         ddx = [RankedDiagnosis(name=d.name, probability=d.match_count / matched) for d in ranked[:DDX_SIZE]]
-        answer.result = StructuredResult(
-            choice=_option_key(ddx[0].name, case.options) or ddx[0].name, ddx=ddx
-        )
+        answer.result = StructuredResult(choice=option_key(ddx[0].name, case.options), ddx=ddx)
         answer.text = "Diseases by matched findings: " + "; ".join(
             f"{d.name} ({d.match_count}/{matched})" for d in ranked[:DDX_SIZE]
         )
@@ -108,22 +114,17 @@ class GraphInfer(Method):
         return answer
 
 
-def _option_key(name: str, options: dict[str, str]) -> str | None:
-    """The key of the option whose text is `name` (compared normalised), if any."""
-    wanted = normalize(name)
-    return next((key for key, text in options.items() if normalize(text) == wanted), None)
-
-
-def build(context: MethodContext) -> GraphInfer:
-    params = dict(context.params)
-    uri = params.pop("graph", None) or context.settings.graph_uri
-    config = GraphInferConfig.from_params(params)
+def build(context: MethodContext, config: GraphInferConfig) -> GraphInfer:
+    uri = config.graph or context.settings.graph_uri
     return GraphInfer(context.graph_store(uri), config, graph_source=uri or "graph")
 
 
-SPEC = MethodSpec(
-    name="graph-infer",
-    description="no LLM: diseases ranked by the patient's findings they have in the disease graph",
-    build=build,
-    uses_llm=False,
+SPEC = register(
+    MethodSpec(
+        name="graph-infer",
+        description="no LLM: diseases ranked by the patient's findings they have in the disease graph",
+        config=GraphInferConfig,
+        factory=build,
+        uses_llm=False,
+    )
 )

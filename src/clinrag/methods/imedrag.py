@@ -24,11 +24,12 @@ from clinrag.core.models import Answer, Case, Evidence
 from clinrag.knowledge.base import SearchMode
 from clinrag.llm.base import ChatModel, ChatRequest
 from clinrag.llm.structured import parse_structured
-from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
-from clinrag.methods.options import AnswerMode, answer_case
+from clinrag.methods.answering import AnswerMode, answer_case, complete
+from clinrag.methods.base import Method, MethodConfig, MethodSpec
 from clinrag.methods.rag import DocumentRetriever, answer_query, build_retriever
-from clinrag.tasks.prompts import task_prompt
+from clinrag.methods.registry import register
 from clinrag.tasks.render import case_text, options_block
+from clinrag.tasks.templates import task_prompt
 
 QUERY_CHARS = 200
 ANALYSIS_CHARS = 600
@@ -59,6 +60,7 @@ class IMedRAGConfig(MethodConfig):
 
     method_name: ClassVar[str] = "imedrag"
 
+    corpus: str | None = None  # a knowledge base directory (else CLINRAG_KB_PATH)
     iterations: int = Field(default=2, ge=1, le=10)  # m
     queries: int = Field(default=2, ge=1, le=10)  # n per iteration
     k: int = Field(default=5, ge=1, le=64)  # documents retrieved per query (N)
@@ -122,9 +124,6 @@ class IMedRAGMethod(Method):
         self.retriever = retriever
         self.config = config or IMedRAGConfig()
 
-    def answer(self, case: Case) -> Answer:
-        return asyncio.run(self.aanswer(case))
-
     async def aanswer(self, case: Case) -> Answer:
         answer = Answer(case_id=case.id, method=self.name)
         history: list[Exchange] = []
@@ -139,13 +138,12 @@ class IMedRAGMethod(Method):
             results = await asyncio.gather(
                 *(
                     answer_query(
-                        self.model, self.retriever, query, answer.trace, max_tokens=self.config.answer_tokens
+                        self.model, self.retriever, query, answer, max_tokens=self.config.answer_tokens
                     )
                     for query in queries
                 )
             )
-            for query, (reply, documents, usage) in zip(queries, results, strict=True):
-                answer.usage += usage
+            for query, (reply, documents) in zip(queries, results, strict=True):
                 evidence.update((item.id, item) for item in documents)
                 history.append(
                     Exchange(
@@ -180,9 +178,7 @@ class IMedRAGMethod(Method):
             json_schema=followup_schema(n, asks_if_enough),
         )
         with answer.trace.step("imedrag.queries", iteration=iteration, history=len(history)) as step:
-            completion = await self.model.acomplete(request)
-            answer.usage += completion.usage
-            step.usage = completion.usage
+            completion = await complete(self.model, request, answer, step)
             try:
                 followup = parse_structured(completion.text, FollowUp)
             except StructuredOutputError as exc:
@@ -222,17 +218,13 @@ class IMedRAGMethod(Method):
         await answer_case(self.model, request, case, prompt, answer, self.config.answer)
 
 
-def build(context: MethodContext) -> IMedRAGMethod:
-    params = dict(context.params)
-    corpus = params.pop("corpus", None)
-    config = IMedRAGConfig.from_params(params)
-    retriever = build_retriever(context, corpus, config.k, config.retriever)
-    return IMedRAGMethod(context.chat_model, retriever, config)
-
-
-SPEC = MethodSpec(
-    name="imedrag",
-    description="i-MedRAG: m iterations of n follow-up queries answered by RAG, then the answer",
-    build=build,
-    uses_llm=True,
+SPEC = register(
+    MethodSpec(
+        name="imedrag",
+        description="i-MedRAG: m iterations of n follow-up queries answered by RAG, then the answer",
+        config=IMedRAGConfig,
+        factory=lambda context, config: IMedRAGMethod(
+            context.chat_model, build_retriever(context, config.corpus, config.k, config.retriever), config
+        ),
+    )
 )

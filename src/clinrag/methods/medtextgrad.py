@@ -37,9 +37,9 @@ from clinrag.core.usage import Usage
 from clinrag.index.tokenize import Tokenizer
 from clinrag.knowledge.chunking import split_sentences
 from clinrag.llm.base import ChatModel, ChatRequest, Message
-from clinrag.llm.structured import acomplete_structured
+from clinrag.methods.answering import complete, complete_structured
 from clinrag.methods.context import ClinicalContext
-from clinrag.tasks.prompts import cited_ids
+from clinrag.tasks.citations import cited_ids
 
 EarlyStop = Literal["critique", "unchanged", "both", "never"]
 Verdict = Literal["no issues", "minor issues", "major issues"]
@@ -132,20 +132,6 @@ class Critique(BaseModel):
     @property
     def clean(self) -> bool:
         return self.verdict == "no issues"
-
-
-def _critique_schema() -> dict:
-    # Bounded strings and lists keep a small model's JSON from running past the token limit.
-    issue = {"type": "string", "maxLength": 200}
-    return {
-        "type": "object",
-        "properties": {
-            "issues": {"type": "array", "items": issue, "maxItems": 3},
-            "verdict": {"type": "string", "enum": list(VERDICT_SCORE)},
-        },
-        "required": ["issues", "verdict"],
-        "additionalProperties": False,
-    }
 
 
 @dataclass
@@ -329,10 +315,7 @@ class _Run:
         return faithfulness, issues[:MAX_EVIDENCE_ISSUES]
 
     async def _text(self, request: ChatRequest, step: TraceStep) -> str:
-        completion = await self.model.acomplete(request)
-        self.usage += completion.usage
-        step.usage = completion.usage
-        return completion.text.strip()
+        return (await complete(self.model, request, self, step)).text.strip()
 
     async def generate(self, system: str, user: str, iteration: int) -> str:
         request = ChatRequest(
@@ -355,10 +338,7 @@ class _Run:
             prompt = PATIENT_CRITIC.format(patient=self.patient, answer=answer)
         request = ChatRequest.of(prompt, max_tokens=self.config.feedback_tokens, temperature=0.0)
         with self.trace.step(f"medtextgrad.critic.{criterion}", iteration=iteration) as step:
-            schema_request = request.model_copy(update={"json_schema": _critique_schema()})
-            critique, completion = await acomplete_structured(self.model, schema_request, Critique)
-            self.usage += completion.usage
-            step.usage = completion.usage
+            critique, _ = await complete_structured(self.model, request, Critique, self, step)
             step.output = critique.model_dump()
         return critique
 

@@ -15,15 +15,15 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from clinrag.core.errors import InvalidInputError
-from clinrag.core.models import Answer, Case, Evidence, Trace
-from clinrag.core.usage import Usage
+from clinrag.core.models import Answer, Case, Evidence
 from clinrag.knowledge.base import KnowledgeBase, SearchMode
 from clinrag.knowledge.tagging import Tagger
 from clinrag.llm.base import ChatModel, ChatRequest
+from clinrag.methods.answering import AnswerMode, Ledger, answer_case, complete
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
-from clinrag.methods.options import AnswerMode, answer_case
-from clinrag.tasks.prompts import task_prompt
+from clinrag.methods.registry import register
 from clinrag.tasks.render import case_text
+from clinrag.tasks.templates import task_prompt
 
 NOTHING_FOUND = "No relevant documents were found for this question."
 
@@ -41,6 +41,7 @@ class RAGConfig(MethodConfig):
 
     method_name: ClassVar[str] = "rag"
 
+    corpus: str | None = None  # a knowledge base directory (else CLINRAG_KB_PATH)
     k: int = Field(default=5, ge=1, le=64)  # documents retrieved (MedRAG's N)
     retriever: SearchMode = "rrf"
     answer: AnswerMode = "score"  # options: by likelihood, or generated and parsed
@@ -74,21 +75,21 @@ def render_documents(documents: list[Evidence]) -> str:
 
 
 async def answer_query(
-    model: ChatModel, retriever: DocumentRetriever, query: str, trace: Trace, *, max_tokens: int
-) -> tuple[str, list[Evidence], Usage]:
+    model: ChatModel, retriever: DocumentRetriever, query: str, ledger: Ledger, *, max_tokens: int
+) -> tuple[str, list[Evidence]]:
     """A short answer to one query from the documents retrieved for it; when nothing is retrieved the answer
     says so, without a model call."""
-    with trace.step("query", query=query) as step:
+    with ledger.trace.step("query", query=query) as step:
         documents, record = await retriever.aretrieve(query)
         step.output = {"retrieval": record, "documents": [item.id for item in documents]}
         if not documents:
             step.output["answer"] = NOTHING_FOUND
-            return NOTHING_FOUND, [], Usage()
+            return NOTHING_FOUND, []
         prompt = QUERY_PROMPT.format(documents=render_documents(documents), query=query)
-        completion = await model.acomplete(ChatRequest.of(prompt, max_tokens=max_tokens, temperature=0.0))
-        step.usage = completion.usage
+        request = ChatRequest.of(prompt, max_tokens=max_tokens, temperature=0.0)
+        completion = await complete(model, request, ledger, step)
         step.output["answer"] = completion.text.strip()
-    return completion.text.strip(), documents, completion.usage
+    return completion.text.strip(), documents
 
 
 def retrieval_query(case: Case) -> str:
@@ -106,9 +107,6 @@ class RAGMethod(Method):
         self.model = model
         self.retriever = retriever
         self.config = config or RAGConfig()
-
-    def answer(self, case: Case) -> Answer:
-        return asyncio.run(self.aanswer(case))
 
     async def aanswer(self, case: Case) -> Answer:
         answer = Answer(case_id=case.id, method=self.name)
@@ -142,17 +140,13 @@ def build_retriever(
     return DocumentRetriever(knowledge, k=k, retriever=retriever, tagger=tagger)
 
 
-def build(context: MethodContext) -> RAGMethod:
-    params = dict(context.params)
-    corpus = params.pop("corpus", None)
-    config = RAGConfig.from_params(params)
-    retriever = build_retriever(context, corpus, config.k, config.retriever)
-    return RAGMethod(context.chat_model, retriever, config)
-
-
-SPEC = MethodSpec(
-    name="rag",
-    description="vanilla RAG (MedRAG): N documents from a corpus index, then the answer",
-    build=build,
-    uses_llm=True,
+SPEC = register(
+    MethodSpec(
+        name="rag",
+        description="vanilla RAG (MedRAG): N documents from a corpus index, then the answer",
+        config=RAGConfig,
+        factory=lambda context, config: RAGMethod(
+            context.chat_model, build_retriever(context, config.corpus, config.k, config.retriever), config
+        ),
+    )
 )

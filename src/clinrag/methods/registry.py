@@ -1,40 +1,25 @@
-"""Methods by name. Each module that defines a method registers a `MethodSpec` here; the CLI, the
-evaluation runner and the HTTP API look methods up through `get_method`."""
+"""Methods by name. A module that defines a method registers its `MethodSpec` with `register` when it is
+imported; every module of `clinrag.methods`, and of the packages that name one under the `clinrag.methods`
+entry-point group, is imported on the first lookup. The CLI, the evaluation runner and the HTTP API find
+methods only through here."""
 
 from __future__ import annotations
 
-from clinrag.core.errors import InvalidInputError
+from clinrag.core.registry import Registry
 from clinrag.methods.base import MethodSpec
 
+METHODS: Registry[MethodSpec] = Registry(
+    "method", packages=["clinrag.methods"], entry_point_group="clinrag.methods"
+)
 
-def _specs() -> dict[str, MethodSpec]:
-    # Imported here, not at module level: method modules import heavy components, and this keeps
-    # `--help` and name validation fast.
-    from clinrag.methods import cot, deepdoctor, direct, doctorrag, graph_infer, imedrag, knn_vote, rag
-    from clinrag.methods.meddx import experience as meddx_experience
-    from clinrag.methods.meddx import method as meddx
 
-    specs = (
-        direct.SPEC,
-        cot.SPEC,
-        rag.SPEC,
-        imedrag.SPEC,
-        doctorrag.SPEC,
-        deepdoctor.SPEC,
-        graph_infer.SPEC,
-        knn_vote.SPEC,
-        meddx.SPEC,
-        meddx_experience.SPEC,
-    )
-    return {spec.name: spec for spec in specs}
+def register(spec: MethodSpec) -> MethodSpec:
+    return METHODS.register(spec.name, spec)
 
 
 def method_names() -> list[str]:
-    return sorted(_specs())
+    return METHODS.names()
 
 
 def get_method(name: str) -> MethodSpec:
-    specs = _specs()
-    if name not in specs:
-        raise InvalidInputError(f"unknown method {name!r}; valid methods: {', '.join(sorted(specs))}")
-    return specs[name]
+    return METHODS.get(name)

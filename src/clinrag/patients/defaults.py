@@ -4,7 +4,6 @@ built once into the home."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from clinrag.core.settings import Settings
@@ -16,13 +15,12 @@ DEFAULT_COHORT_SIZE = 1000
 
 
 def default_patient_base_path(settings: Settings) -> Path:
-    return settings.home / "patients-default"
+    return settings.default_patients_path
 
 
 def dataset_patient_base_path(settings: Settings, dataset: PatientDataset, path: Path) -> Path:
     """Where the base built from a dataset at `path` is kept (one per dataset and resolved path)."""
-    digest = hashlib.sha256(f"{dataset}:{path.resolve()}".encode()).hexdigest()[:12]
-    return settings.home / f"patients-{dataset}-{digest}"
+    return settings.built_base_path(f"patients-{dataset}", f"{dataset}:{path.resolve()}")
 
 
 def open_patient_base(

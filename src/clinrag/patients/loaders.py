@@ -3,7 +3,7 @@
 Every loader takes paths (nothing is downloaded) and returns `(records, LoadReport)`. The report says how
 many records came out, which lines/rows were skipped and why, and which codes could not be decoded.
 
-Failure policy (the same as `clinrag.knowledge.sources`):
+Failure policy (the same as the knowledge readers; files are read with `clinrag.core.files`):
 - a missing or unreadable file (not UTF-8, not JSON, CSV without the expected columns) raises
   `DataFormatError`; a file that yields no record at all raises `DataFormatError` too;
 - a broken record (bad literal, missing field) is skipped and reported, never fatal;
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from clinrag.core.errors import DataFormatError, InvalidInputError
-from clinrag.knowledge.sources import read_jsonl
+from clinrag.core.files import data_file, read_jsonl, read_text
 from clinrag.patients.record import PatientRecord
 
 # Reasons for skipping, phrased to read after a count: "skipped 3 rows with a bad literal: 4, 9, 12".
@@ -99,24 +99,10 @@ def check_unique_ids(records: Iterable[PatientRecord]) -> None:
 # --- files --------------------------------------------------------------------------------------------
 
 
-def _existing_file(path: str | Path) -> Path:
-    path = Path(path)
-    if not path.is_file():
-        raise DataFormatError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
-    return path
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as error:
-        raise DataFormatError(f"{path}: not UTF-8 at byte offset {error.start}") from None
-
-
 def _load_json_object(path: str | Path) -> dict[str, Any]:
-    path = _existing_file(path)
+    path = data_file(path)
     try:
-        document = json.loads(_read_text(path))
+        document = json.loads(read_text(path))
     except json.JSONDecodeError as error:
         raise DataFormatError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
     if not isinstance(document, dict):
@@ -222,11 +208,11 @@ def load_ddxplus(
 ) -> tuple[list[PatientRecord], LoadReport]:
     """DDXPlus patients (synthetic) with their evidences decoded to English. Ids are "ddxplus:<row index>"
     (0-based data row); skipped rows are reported by the same index."""
-    path = _existing_file(patients_csv)
+    path = data_file(patients_csv)
     decoder = EvidenceDecoder.from_file(evidences_json)
     conditions = _load_json_object(conditions_json) if conditions_json is not None else {}
     report = LoadReport(str(path))
-    reader = csv.DictReader(_read_text(path).splitlines())
+    reader = csv.DictReader(read_text(path).splitlines())
     missing = [column for column in DDXPLUS_COLUMNS if column not in (reader.fieldnames or [])]
     if missing:
         raise DataFormatError(f"{path}: missing DDXPlus columns {', '.join(missing)}")

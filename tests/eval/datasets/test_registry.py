@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clinrag.core.errors import ConfigError, InvalidInputError
-from clinrag.eval.datasets import dataset_names, get_dataset, load_dataset
+from clinrag.eval.datasets import DATASETS, dataset_names, get_dataset, load_dataset
 
 REQUIRED = {
     "ddxplus",
@@ -54,3 +54,14 @@ def test_every_single_choice_gold_is_an_option(loaded):
         for case in loaded(name).cases:
             assert case.gold.answer in case.options
             assert all(answer in case.options for answer in case.gold.answers)
+
+
+def test_each_dataset_module_registers_its_specs():
+    assert dataset_names() == DATASETS.names() == sorted(dataset_names())
+    names = ("medqa", "ddxplus", "dischargeqa-diagnosis")
+    modules = {name: DATASETS.get(name).load.__module__ for name in names}
+    assert modules == {
+        "medqa": "clinrag.eval.datasets.exams",
+        "ddxplus": "clinrag.eval.datasets.patients",
+        "dischargeqa-diagnosis": "clinrag.eval.datasets.dischargeqa",
+    }

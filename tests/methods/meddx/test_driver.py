@@ -5,6 +5,7 @@ grammar cannot produce an invalid choice; the end-to-end tests run the real embe
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from clinrag.methods.meddx.diagnosis_agent import DiagnosisAgent
 from clinrag.methods.meddx.driver import DDxDriver, DriverConfig
 from clinrag.methods.meddx.interviewee import Exchange
 from clinrag.methods.meddx.knowledge_agent import GraphSource, KnowledgeAgent
-from clinrag.methods.meddx.method import Meddx, MeddxConfig, build
+from clinrag.methods.meddx.method import SPEC, Meddx, MeddxConfig
 from clinrag.patients.similarity import SimilarPatients
 from tests.openai_server import chat_body
 
@@ -65,7 +66,7 @@ def test_dynamic_mode_rejects_invalid_component_choices_and_retries(server, case
     driver = DDxDriver(model, DiagnosisAgent(model), config=config)
     answer, consultation = Answer(case_id=case.id, method="meddx"), Consultation(case, None)
 
-    assert driver.run(consultation, answer) == "iterations"
+    assert asyncio.run(driver.run(consultation, answer)) == "iterations"
     chooses = _steps(answer, "meddx.driver.choose")
     assert [c.output["action"] for c in chooses] == [None, None, "diagnosis"]
     assert all("not a valid choice" in c.output["rejected"] for c in chooses[:2])
@@ -82,7 +83,7 @@ def test_dynamic_mode_falls_back_to_the_fixed_order_after_retries(server, case) 
     driver = DDxDriver(model, DiagnosisAgent(model), config=config)
     answer, consultation = Answer(case_id=case.id, method="meddx"), Consultation(case, None)
 
-    driver.run(consultation, answer)
+    asyncio.run(driver.run(consultation, answer))
     (fallback,) = _steps(answer, "meddx.driver.fallback")
     assert fallback.input["action"] == "diagnosis" and fallback.output["reason"] == "2 choices rejected"
     assert len(consultation.history) == 1
@@ -131,7 +132,7 @@ def test_knowledge_summary_cites_graph_evidence(server, case, store) -> None:
     agent = KnowledgeAgent(_model(server), graph=GraphSource(store))
     answer, consultation = Answer(case_id=case.id, method="meddx"), Consultation(case, None)
 
-    note = agent.retrieve(consultation, "Which findings distinguish pneumonia?", answer)
+    note = asyncio.run(agent.retrieve(consultation, "Which findings distinguish pneumonia?", answer))
     (sources,) = _steps(answer, "meddx.knowledge.sources")
     found = sources.output["Pneumonia"]["graph"]
     assert len(found) >= 2 and sources.output["unheard-of keyword xyzzy"]["graph"] == []
@@ -143,7 +144,9 @@ def test_knowledge_summary_cites_graph_evidence(server, case, store) -> None:
 def test_nothing_found_needs_no_summary_call(server, case, store) -> None:
     server.replies = [_reply({"searches": ["unheard-of keyword xyzzy"]})]
     agent = KnowledgeAgent(_model(server), graph=GraphSource(store))
-    note = agent.retrieve(Consultation(case, None), "What is it?", Answer(case_id=case.id, method="meddx"))
+    note = asyncio.run(
+        agent.retrieve(Consultation(case, None), "What is it?", Answer(case_id=case.id, method="meddx"))
+    )
     assert note.summary.startswith("Nothing was found") and note.evidence == []
     assert len(server.requests) == 1
 
@@ -154,7 +157,7 @@ def test_dynamic_few_shot_shows_the_most_similar_patients(server, ddxplus_intera
     agent = DiagnosisAgent(_model(server), "dynamic_few_shot", records, ddxplus_interactive.labels, shots=3)
     answer, consultation = Answer(case_id=case.id, method="meddx"), Consultation(case, None)
 
-    ddx, examples = agent.diagnose(consultation, answer)
+    ddx, examples = asyncio.run(agent.diagnose(consultation, answer))
     _, expected = SimilarPatients(records).find(case, 3)
     assert [e.id for e in examples] == [r.id for r, _ in expected]
     prompt = server.requests[0]["messages"][-1]["content"]
@@ -168,12 +171,12 @@ def test_fixed_few_shot_uses_distinct_diagnoses_and_never_the_case(server, ddxpl
     labels = ddxplus_interactive.labels
     agent = DiagnosisAgent(_model(server), "fixed_few_shot", ddxplus_interactive.records, labels, shots=4)
     answer = Answer(case_id=case.id, method="meddx")
-    _, examples = agent.diagnose(Consultation(case, None), answer)
+    _, examples = asyncio.run(agent.diagnose(Consultation(case, None), answer))
     assert len(examples) == 4 and case.id not in [e.id for e in examples]
     assert len({labels[e.id][0] for e in examples}) == 4
 
     cot = DiagnosisAgent(_model(server), "cot", shots=1)
-    cot.diagnose(Consultation(case, None), answer)
+    asyncio.run(cot.diagnose(Consultation(case, None), answer))
     reasoning, scoring = server.requests[1:]
     assert "Think step by step" in reasoning["messages"][-1]["content"]
     assert "Reasoning: Cough and fever point to an infection." in scoring["messages"][-1]["content"]
@@ -190,7 +193,7 @@ def test_meddx_end_to_end_on_a_coded_patient(
         chat_model_factory=lambda _: embedded,
         embedder_factory=lambda _: minilm_embedder,
     )
-    answer = build(context).answer(case)
+    answer = SPEC.build(context).answer(case)
     names = [s.name for s in answer.trace.steps]
     assert (
         names.index("meddx.history.turn")
@@ -216,7 +219,7 @@ def test_meddx_with_the_llm_patient_counts_its_calls_apart(embedded, minilm_embe
         chat_model_factory=lambda _: embedded,
         embedder_factory=lambda _: minilm_embedder,
     )
-    answer = build(context).answer(icraft)
+    answer = SPEC.build(context).answer(icraft)
     (patient,) = _steps(answer, "meddx.patient")
     assert patient.input["kind"] == "SimulatedInterviewee" and patient.output["calls"] == 1
     assert answer.usage.calls == 2  # the doctor's question and the diagnosis, not the patient's reply

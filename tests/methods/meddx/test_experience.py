@@ -10,7 +10,7 @@ from clinrag.core.settings import Settings
 from clinrag.eval.metrics import score_case
 from clinrag.eval.sampling import sample_cases
 from clinrag.methods.base import MethodContext
-from clinrag.methods.meddx.experience import build
+from clinrag.methods.meddx.experience import SPEC
 from clinrag.methods.meddx.structured_patient import StructuredPatient, evidence_catalogue
 
 
@@ -26,7 +26,7 @@ def _method(dataset, held_out, **params):
         experience=dataset.experience([c.id for c in held_out]),
         labels=dataset.labels,
     )
-    return build(context)
+    return SPEC.build(context)
 
 
 def _rank(ddx, gold: str) -> int:

@@ -3,6 +3,8 @@ embedder, answered exactly, and nothing revealed for a question that matches no 
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from clinrag.methods.meddx.interviewee import UNKNOWN, CodedInterviewee, QuestionMatcher
@@ -40,11 +42,11 @@ def test_coded_patient_reveals_only_what_a_question_matched(ddxplus_interactive,
     patient = StructuredPatient(case, matcher.catalogue)
     interviewee = CodedInterviewee(patient, matcher)
 
-    unmatched = interviewee.reply("How old are you?")
+    unmatched = asyncio.run(interviewee.reply("How old are you?"))
     assert unmatched.answer == UNKNOWN and unmatched.evidence is None
     assert patient.revealed == {} and interviewee.codes() == []
 
-    cough = interviewee.reply("Are you coughing?")
+    cough = asyncio.run(interviewee.reply("Are you coughing?"))
     assert (cough.evidence, cough.answer) == ("E_201", "Yes.")
     assert list(patient.revealed) == ["E_201"] and interviewee.codes() == ["E_201"]
     assert set(interviewee.codes()) <= set(case.meta["hidden_evidence"])

@@ -3,6 +3,7 @@ where the exact prompts or an invalid reply must be controlled."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -23,7 +24,7 @@ def icraft_case(data_dir: Path):
 def test_embedded_patient_answers_with_a_typed_reply(embedded, icraft_case) -> None:
     patient = LLMPatient.for_case(embedded, icraft_case)
     for question in ("What brings you in today?", "Do you have a fever?"):
-        turn = patient.ask(question)
+        turn = asyncio.run(patient.ask(question))
         assert turn.answer.answer in ("yes", "no", "I don't know")
         assert turn.text().startswith(("Yes.", "No.", "I don't know."))
     assert [t.question for t in patient.dialogue] == ["What brings you in today?", "Do you have a fever?"]
@@ -38,8 +39,8 @@ def test_prompts_hold_the_profile_and_the_dialogue_so_far(server, icraft_case) -
     ]
     model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k")
     patient = LLMPatient.for_case(model, icraft_case)
-    first = patient.ask("Do you have spots on your skin?")
-    second = patient.ask("Have you travelled abroad recently?")
+    first = asyncio.run(patient.ask("Do you have spots on your skin?"))
+    second = asyncio.run(patient.ask("Have you travelled abroad recently?"))
     assert first.text() == "Yes. The spots started on my belly."
     assert second.text() == "I don't know."
     system, user = server.requests[1]["messages"]
@@ -58,7 +59,7 @@ def test_invalid_reply_is_a_typed_error_and_not_a_turn(server, icraft_case) -> N
     model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k")
     patient = LLMPatient.for_case(model, icraft_case)
     with pytest.raises(StructuredOutputError):
-        patient.ask("Do you have a fever?")
+        asyncio.run(patient.ask("Do you have a fever?"))
     assert patient.dialogue == []
 
 
@@ -67,7 +68,7 @@ def test_empty_or_huge_question_is_refused(server, icraft_case) -> None:
     patient = LLMPatient.for_case(model, icraft_case)
     for question in ("  ", "why? " * 400):
         with pytest.raises(InvalidInputError):
-            patient.ask(question)
+            asyncio.run(patient.ask(question))
     assert server.requests == []
     with pytest.raises(InvalidInputError, match="no patient findings"):
         LLMPatient.for_case(model, icraft_case.model_copy(update={"patient": None}))

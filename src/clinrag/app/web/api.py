@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import time
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,61 +19,31 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import ValidationError
 
+from clinrag.app.web.handlers import (
+    ERRORS,
+    answer_request,
+    error_body,
+    error_status,
+    find_session,
+    session_view,
+)
 from clinrag.app.web.schemas import (
     ConsultRequest,
     DdxAnswer,
-    DdxChoice,
-    DdxExchangeOut,
-    DdxQuestionOut,
     DdxSessionOut,
     DdxStart,
     ErrorOut,
     Health,
 )
-from clinrag.app.web.security import BodyLimit, Unauthorized, check_token
+from clinrag.app.web.security import BodyLimit, check_token
 from clinrag.app.web.services import ConsultService, DdxService
+from clinrag.app.web.ui import mount_ui
 from clinrag.core.errors import (
     ClinragError,
     ConfigError,
-    GraphUnavailableError,
-    InvalidInputError,
-    ModelRequestError,
-    ModelUnavailableError,
 )
-from clinrag.core.models import STEP_LISTENER, Answer, Case, Evidence, TraceStep
-from clinrag.methods.meddx.interactive import DdxSession
-
-log = logging.getLogger("clinrag.api")
-ERRORS = {
-    404: {"model": ErrorOut},
-    401: {"model": ErrorOut},
-    413: {"model": ErrorOut},
-    422: {"model": ErrorOut},
-}
-STATUS = {
-    Unauthorized: 401,
-    InvalidInputError: 422,
-    ModelUnavailableError: 503,
-    GraphUnavailableError: 503,
-    ConfigError: 503,
-    ModelRequestError: 502,
-}
-
-
-class RequestTimeout(ClinragError):
-    """A request that ran past the per-request timeout."""
-
-
-def error_status(exc: Exception) -> int:
-    if isinstance(exc, RequestTimeout):
-        return 504
-    return next((status for kind, status in STATUS.items() if isinstance(exc, kind)), 500)
-
-
-def error_body(exc: Exception) -> dict[str, Any]:
-    return {"error": str(exc) or type(exc).__name__, "detail": type(exc).__name__}
+from clinrag.core.models import STEP_LISTENER, Answer, Evidence, TraceStep
 
 
 def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAPI:
@@ -150,7 +117,7 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
     @app.get("/v1/ddx/sessions/{session_id}", response_model=DdxSessionOut, responses=ERRORS)
     async def ddx_get(session_id: str, _: None = Depends(authorized)) -> DdxSessionOut:
         service = _ddx()
-        return session_view(service, session_id, _session(service, session_id))
+        return session_view(service, session_id, find_session(service, session_id))
 
     @app.post(
         "/v1/ddx/sessions/{session_id}/answer",
@@ -161,7 +128,7 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
     async def ddx_answer(session_id: str, body: DdxAnswer) -> DdxSessionOut:
         """Answer the pending question; the reply holds the updated differential and the next question."""
         service = _ddx()
-        session = _session(service, session_id)
+        session = find_session(service, session_id)
         service.interactive.answer(session, body.answer, body.values)
         return session_view(service, session_id, session)
 
@@ -191,8 +158,6 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
     import swagger_ui_bundle
 
     app.mount("/docs-assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
-
-    from clinrag.app.web.ui import mount_ui
 
     mount_ui(app, authorized)
 
@@ -232,62 +197,3 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
         return ddx
 
     return app
-
-
-async def answer_request(consult: ConsultService, body: ConsultRequest) -> Answer:
-    """Answer a consult request under the per-request timeout, logging it (text only with api_log_text)."""
-    settings = consult.settings
-    try:
-        case = Case(
-            id=f"api-{uuid.uuid4().hex[:12]}",
-            language=body.language,
-            task=body.task,
-            question=body.text,
-            options=body.options,
-        )
-    except ValidationError as exc:
-        raise InvalidInputError(f"invalid case: {exc.errors()[0]['msg']}") from None
-    started = time.perf_counter()
-    status = 200
-    try:
-        async with asyncio.timeout(settings.api_timeout_s):
-            return await consult.answer(case, body.method, body.params)
-    except TimeoutError:
-        status = 504
-        raise RequestTimeout(f"the answer took longer than {settings.api_timeout_s:g} s") from None
-    except Exception as exc:
-        status = error_status(exc)
-        raise
-    finally:
-        text = f" text={body.text!r}" if settings.api_log_text else ""
-        log.info(
-            "consult method=%s task=%s chars=%d status=%d %.2fs%s",
-            body.method, body.task, len(body.text), status, time.perf_counter() - started, text,
-        )  # fmt: skip
-
-
-def _session(service: DdxService, session_id: str) -> DdxSession:
-    try:
-        return service.get(session_id)
-    except KeyError:
-        raise HTTPException(404, f"no session {session_id!r} (sessions are kept in memory)") from None
-
-
-def session_view(service: DdxService, session_id: str, session: DdxSession) -> DdxSessionOut:
-    question = session.question
-    return DdxSessionOut(
-        session_id=session_id,
-        question=DdxQuestionOut(
-            evidence=question.evidence,
-            text=question.text,
-            kind=question.kind,
-            choices=[DdxChoice(value=v, text=t) for v, t in question.choices],
-        )
-        if question
-        else None,
-        differential=service.interactive.differential(session),
-        dialogue=[DdxExchangeOut(question=e.question, answer=e.answer) for e in session.dialogue],
-        questions_asked=len(session.dialogue) - 1,
-        done=session.done,
-        stop_reason=session.stop_reason,
-    )

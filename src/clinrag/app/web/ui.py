@@ -21,6 +21,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 
+from clinrag.app.web.handlers import answer_request, error_status, session_view
 from clinrag.app.web.schemas import ConsultRequest
 from clinrag.core.errors import ClinragError
 
@@ -34,8 +35,6 @@ def htmx_folder(configured: Path | None) -> Path:
 
 
 def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
-    from clinrag.app.web.api import answer_request, error_status, session_view
-
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.filters["pretty"] = lambda value: json.dumps(
         value, indent=2, ensure_ascii=False, default=str
@@ -81,7 +80,7 @@ def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
             )
             answer = await answer_request(consult, body)
         except (ClinragError, ValidationError, json.JSONDecodeError) as exc:
-            return page(request, "error.html", message=_message(exc), status=_status(exc, error_status))
+            return page(request, "error.html", message=_message(exc), status=_status(exc))
         return page(request, "answer.html", answer=answer)
 
     @app.post("/ui/ddx", response_class=HTMLResponse, include_in_schema=False)
@@ -94,7 +93,7 @@ def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
             sex = form.get("sex") or None
             session_id, session = await asyncio.to_thread(service.start, sex, form.get("complaint", ""))
         except ClinragError as exc:
-            return page(request, "error.html", message=_message(exc), status=_status(exc, error_status))
+            return page(request, "error.html", message=_message(exc), status=_status(exc))
         return page(request, "ddx_session.html", view=session_view(service, session_id, session))
 
     @app.post("/ui/ddx/{session_id}/answer", response_class=HTMLResponse, include_in_schema=False)
@@ -111,7 +110,7 @@ def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
                 request, "error.html", message=f"no session {session_id} (it may have expired)", status=404
             )
         except ClinragError as exc:
-            return page(request, "error.html", message=_message(exc), status=_status(exc, error_status))
+            return page(request, "error.html", message=_message(exc), status=_status(exc))
         return page(request, "ddx_session.html", view=session_view(service, session_id, session))
 
 
@@ -129,5 +128,5 @@ def _message(exc: Exception) -> str:
     return str(exc)
 
 
-def _status(exc: Exception, error_status: Callable[[Exception], int]) -> int:
+def _status(exc: Exception) -> int:
     return error_status(exc) if isinstance(exc, ClinragError) else 422

@@ -1,5 +1,7 @@
 """Dataset loaders → `Case`s (and patient-base records), and the registry the runner and CLI use.
 
+Each module of this package registers its `DatasetSpec`s in `DATASETS` when it is imported (an installed
+distribution can add its own under the `clinrag.datasets` entry-point group).
 `load_dataset(name, path, data_dir=...)` resolves the files: an explicit `path` for this dataset, else
 `data_dir / spec.default_path`. Generated datasets (DischargeQA over the synthetic cohort) need no data
 root: their "path" is a generator spec such as "synthetic:300:0"."""
@@ -9,25 +11,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from clinrag.core.errors import ConfigError, InvalidInputError
-from clinrag.eval.datasets import dischargeqa, exams, patients
-from clinrag.eval.datasets.base import Dataset, DatasetSpec
+from clinrag.eval.datasets.base import DATASETS, Dataset, DatasetSpec
 
-__all__ = ["Dataset", "DatasetSpec", "dataset_names", "get_dataset", "load_dataset"]
-
-_SPECS: dict[str, DatasetSpec] = {
-    spec.name: spec for spec in (*patients.SPECS, *exams.SPECS, *dischargeqa.SPECS)
-}
+__all__ = ["DATASETS", "Dataset", "DatasetSpec", "dataset_names", "get_dataset", "load_dataset"]
 
 
 def dataset_names() -> list[str]:
-    return list(_SPECS)
+    return DATASETS.names()
 
 
 def get_dataset(name: str) -> DatasetSpec:
-    spec = _SPECS.get(name)
-    if spec is None:
-        raise InvalidInputError(f"unknown dataset {name!r}; valid names: {', '.join(_SPECS)}")
-    return spec
+    specs = DATASETS.items()
+    if name not in specs:
+        raise InvalidInputError(f"unknown dataset {name!r}; valid names: {', '.join(sorted(specs))}")
+    return specs[name]
 
 
 def load_dataset(name: str, path: str | Path | None = None, *, data_dir: str | Path | None = None) -> Dataset:

@@ -1,5 +1,5 @@
-"""What every dataset loader returns (`Dataset`), how one is registered (`DatasetSpec`), and the small file
-helpers the loaders share.
+"""What every dataset loader returns (`Dataset`), how one is registered (`DatasetSpec`, `DATASETS`), and how
+a loader finishes its cases. The loaders read files with `clinrag.core.files`.
 
 Failure policy, the same as the corpus and patient loaders: a missing or unreadable file raises
 `DataFormatError` naming it; a broken record is skipped and listed in `Dataset.report`; a file that yields no
@@ -13,22 +13,16 @@ Conventions every loader follows:
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from clinrag.core.errors import DataFormatError, InvalidInputError
+from clinrag.core.files import ReadReport
 from clinrag.core.models import Case
-from clinrag.knowledge.sources import ReadReport
+from clinrag.core.registry import Registry
 from clinrag.patients.record import PatientRecord
-
-# Reasons for skipping, phrased to read after a count: "skipped 2 records with missing or invalid fields".
-INVALID_RECORDS = "records with missing or invalid fields"
-ANSWER_MISMATCH = "records whose answer is not among their options"
-DUPLICATE_IDS = "records with a duplicate id"
 
 
 @dataclass
@@ -63,35 +57,15 @@ class DatasetSpec:
     generated: bool = False
 
 
-# --- files ----------------------------------------------------------------------------------------------
+DATASETS: Registry[DatasetSpec] = Registry(
+    "dataset", packages=["clinrag.eval.datasets"], entry_point_group="clinrag.datasets"
+)
 
 
-def data_file(path: Path, default_name: str | None = None) -> Path:
-    """`path` itself when it is a file, or `default_name` inside it when it is a directory."""
-    if path.is_dir() and default_name is not None:
-        path = path / default_name
-    if not path.exists():
-        raise DataFormatError(f"{path}: no such file")
-    if not path.is_file():
-        raise DataFormatError(f"{path}: not a file")
-    return path
-
-
-def read_text(path: Path) -> str:
-    """Strict UTF-8: mis-encoded medical text would otherwise be read as silently corrupted."""
-    try:
-        return path.read_bytes().decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as error:
-        raise DataFormatError(f"{path}: not UTF-8 at byte offset {error.start}") from None
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(read_text(path))
-    except json.JSONDecodeError as error:
-        raise DataFormatError(
-            f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
-        ) from None
+def register(*specs: DatasetSpec) -> None:
+    """Register each spec under its name (a dataset module calls this when it is imported)."""
+    for spec in specs:
+        DATASETS.register(spec.name, spec)
 
 
 # --- finishing ------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ import simple_icd_10_cm as cm
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Case, Demographics, Gold, PatientProfile
-from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish
+from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish, register
 from clinrag.knowledge.chunking import split_sentences
 from clinrag.patients.record import PatientRecord
 from clinrag.patients.synthetic import CLUSTERS, COMORBIDITIES, NOTICE, SECTIONS, SOURCE, generate_cohort
@@ -208,13 +208,15 @@ def dischargeqa_loader(task: str) -> Callable[[Path], Dataset]:
     return load
 
 
-SPECS: tuple[DatasetSpec, ...] = tuple(
-    DatasetSpec(
-        f"dischargeqa-{task}",
-        f"DischargeQA-style {task} questions over a SYNTHETIC cohort (generated, not real patients)",
-        DEFAULT_SPEC,
-        dischargeqa_loader(task),
-        generated=True,
+register(
+    *(
+        DatasetSpec(
+            f"dischargeqa-{task}",
+            f"DischargeQA-style {task} questions over a SYNTHETIC cohort (generated, not real patients)",
+            DEFAULT_SPEC,
+            dischargeqa_loader(task),
+            generated=True,
+        )
+        for task in TASKS
     )
-    for task in TASKS
 )

@@ -1,7 +1,7 @@
 """Exam-style datasets: MedQA, MMLU-Med, PubMedQA and MedMCQA → `Case`s. Only MedQA has past cases: the
 vignettes of MediQ's MedQA dev split, when that file lies beside the test file.
 
-The record models of `clinrag.knowledge.sources` validate each record; these loaders keep what the corpus
+The record models of `clinrag.knowledge.readers` validate each record; these loaders keep what the corpus
 readers drop on purpose (the wrong options, the answer key). Option keys are the file's letters (PubMedQA:
 yes/no/maybe) and `gold.answer` is a key. Explanations and long answers are never put on a case: they
 state the answer."""
@@ -16,25 +16,21 @@ from typing import Any
 from pydantic import ValidationError
 
 from clinrag.core.errors import DataFormatError
-from clinrag.core.models import Case, Gold
-from clinrag.eval.datasets.base import (
-    ANSWER_MISMATCH,
+from clinrag.core.files import (
     DUPLICATE_IDS,
     INVALID_RECORDS,
-    Dataset,
-    DatasetSpec,
+    ReadReport,
     data_file,
-    finish,
     read_json,
+    read_jsonl,
     read_text,
 )
-from clinrag.knowledge.sources import (
-    ReadReport,
-    _MedMCQARecord,
-    _MedQARecord,
-    _PubMedQARecord,
-    read_jsonl,
-)
+from clinrag.core.models import Case, Gold
+from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish, register
+from clinrag.knowledge.items import ANSWER_MISMATCH
+from clinrag.knowledge.readers.medmcqa import MedMCQARecord
+from clinrag.knowledge.readers.medqa import MedQARecord
+from clinrag.knowledge.readers.pubmedqa import PubMedQARecord
 from clinrag.patients.loaders import load_icraft
 from clinrag.patients.record import PatientRecord
 
@@ -72,7 +68,7 @@ def load_medqa(path: Path) -> Dataset:
     for line, raw in reading:
         report = reading.report
         try:
-            record = _MedQARecord.model_validate(raw)
+            record = MedQARecord.model_validate(raw)
         except ValidationError:
             report.skip(INVALID_RECORDS, line)
             continue
@@ -181,7 +177,7 @@ def load_pubmedqa(path: Path) -> Dataset:
     for pmid, raw in document.items():
         report.records += 1
         try:
-            record = _PubMedQARecord.model_validate(raw)
+            record = PubMedQARecord.model_validate(raw)
         except ValidationError:
             report.skip(INVALID_RECORDS, pmid)
             continue
@@ -221,7 +217,7 @@ def load_medmcqa(path: Path) -> Dataset:
     for line, raw in reading:
         report = reading.report
         try:
-            record = _MedMCQARecord.model_validate(raw)
+            record = MedMCQARecord.model_validate(raw)
         except ValidationError:
             report.skip(INVALID_RECORDS, line)
             continue
@@ -256,7 +252,7 @@ def load_medmcqa(path: Path) -> Dataset:
     return finish("medmcqa", cases, [reading.report])
 
 
-SPECS: tuple[DatasetSpec, ...] = (
+register(
     DatasetSpec("medqa", "MedQA-USMLE 4-option test questions", "medqa/us_4options_test.jsonl", load_medqa),
     DatasetSpec("mmlu-med", "MMLU medical subsets (all six)", "mmlu_med", mmlu_loader()),
     *(

@@ -15,17 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from clinrag.core.errors import DataFormatError
+from clinrag.core.files import INVALID_RECORDS, data_file, read_json, read_jsonl, read_text
 from clinrag.core.models import Case, Demographics, Gold, PatientProfile, RankedDiagnosis
-from clinrag.eval.datasets.base import (
-    INVALID_RECORDS,
-    Dataset,
-    DatasetSpec,
-    data_file,
-    finish,
-    read_json,
-    read_text,
-)
-from clinrag.knowledge.sources import read_jsonl
+from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish, register
 from clinrag.patients.loaders import load_ddxplus, load_dialmed, load_icraft
 from clinrag.patients.record import PatientRecord
 
@@ -335,7 +327,7 @@ def load_dialmed_drugs(path: Path) -> Dataset:
     return finish("dialmed-drugs", cases, summaries, records=records, labels=labels, notes=notes)
 
 
-SPECS: tuple[DatasetSpec, ...] = (
+register(
     DatasetSpec(
         "ddxplus",
         "DDXPlus mini test: full profile, ranked differential over 49 pathologies",

@@ -1,4 +1,5 @@
-"""Importers of disease knowledge into the graph: one module per source, one resumable batch loader.
+"""Importers of disease knowledge into the graph: one module per source, registered in
+`clinrag.graph.importers.registry.IMPORTERS`, and one resumable batch loader.
 
 Sources are named as on the command line:
 - `ddxplus:PATH`: the DDXPlus release folder (or its `release_conditions.json`);
@@ -9,7 +10,8 @@ Sources are named as on the command line:
 
 from __future__ import annotations
 
-from clinrag.core.errors import InvalidInputError
+from typing import Any
+
 from clinrag.graph.importers.loader import (
     DEFAULT_BATCH_SIZE,
     ImportReport,
@@ -17,46 +19,26 @@ from clinrag.graph.importers.loader import (
     load_sources,
 )
 from clinrag.graph.importers.records import DiseaseRecord, SourceRecords
-
-SOURCE_FORMS = (
-    "ddxplus:PATH",
-    "packaged:hpo-diseases",
-    "packaged:faker-diseases",
-    "packaged:faker-diseases-fr",
-    "packaged:faker-diseases-zh",
-    "pycmekg:PATH",
-)
+from clinrag.graph.importers.registry import IMPORTERS, GraphSource, read_source, source_forms
 
 
-def read_source(spec: str, *, limit: int | None = None) -> SourceRecords:
-    """The disease records of one source spec (see the module docstring); at most `limit` diseases."""
-    kind, _, rest = spec.partition(":")
-    if kind == "ddxplus" and rest:
-        from clinrag.graph.importers.ddxplus import read_ddxplus
-
-        return read_ddxplus(rest, limit=limit)
-    if kind == "pycmekg" and rest:
-        from clinrag.graph.importers.pycmekg import read_pycmekg
-
-        return read_pycmekg(rest, limit=limit)
-    if kind == "packaged" and rest == "hpo-diseases":
-        from clinrag.graph.importers.hpo import read_hpo_diseases
-
-        return read_hpo_diseases(limit=limit)
-    if kind == "packaged" and rest in ("faker-diseases", "faker-diseases-fr", "faker-diseases-zh"):
-        from clinrag.graph.importers.faker import read_faker_diseases
-
-        return read_faker_diseases(rest.rpartition("-")[2] if rest.count("-") == 2 else "en", limit=limit)
-    raise InvalidInputError(f"unknown graph source {spec!r}; use one of: {', '.join(SOURCE_FORMS)}")
+def __getattr__(name: str) -> Any:
+    # SOURCE_FORMS is computed on first use: listing the sources imports every importer module.
+    if name == "SOURCE_FORMS":
+        return source_forms()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "IMPORTERS",
     "SOURCE_FORMS",
     "DiseaseRecord",
+    "GraphSource",
     "ImportReport",
     "SourceRecords",
     "SourceReport",
     "load_sources",
     "read_source",
+    "source_forms",
 ]

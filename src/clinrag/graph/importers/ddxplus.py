@@ -27,6 +27,7 @@ import simple_icd_10_cm as cm
 
 from clinrag.core.errors import DataFormatError
 from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, clean_name
+from clinrag.graph.importers.registry import PATH, GraphSource, register
 from clinrag.graph.schema import Relation
 
 NAME = "ddxplus"
@@ -109,3 +110,6 @@ def _description(condition: dict[str, Any]) -> str | None:
         parts.append(f"French: {french}")
     text = ". ".join(p for p in parts if p)
     return f"{text}." if text else None
+
+
+register(GraphSource(f"{NAME}:{PATH}", lambda path, limit: read_ddxplus(path, limit=limit)))

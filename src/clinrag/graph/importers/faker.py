@@ -14,6 +14,7 @@ from typing import Any
 from clinrag.core.errors import InvalidInputError
 from clinrag.graph.importers.ddxplus import icd10_description
 from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, clean_name
+from clinrag.graph.importers.registry import GraphSource, register
 from clinrag.graph.schema import Relation
 
 LANGUAGES = ("en", "fr", "zh")
@@ -77,3 +78,12 @@ def _description(row: int, entry: dict[str, Any], others: dict[str, list[tuple[s
             parts.append(f"{_LANGUAGE_NAMES[language]}: {other}")
     text = ". ".join(p for p in parts if p)
     return f"{text}." if text else None
+
+
+for _language in LANGUAGES:
+    register(
+        GraphSource(
+            f"packaged:{source_name(_language)}",
+            lambda _, limit, language=_language: read_faker_diseases(language, limit=limit),
+        )
+    )

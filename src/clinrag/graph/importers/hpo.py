@@ -14,6 +14,7 @@ from importlib.metadata import version
 from typing import Any
 
 from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, clean_name
+from clinrag.graph.importers.registry import GraphSource, register
 from clinrag.graph.matching import normalize
 from clinrag.graph.schema import Relation
 
@@ -93,3 +94,6 @@ def read_hpo_diseases(*, limit: int | None = None) -> SourceRecords:
         record.description = f"{'; '.join(ids[merged])}: phenotypes annotated by the Human Phenotype Ontology"
         result.keep(record, NO_PHENOTYPE)
     return result
+
+
+register(GraphSource(f"packaged:{NAME}", lambda _, limit: read_hpo_diseases(limit=limit)))

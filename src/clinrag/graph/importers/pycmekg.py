@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from clinrag.core.errors import DataFormatError
 from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, clean_name
+from clinrag.graph.importers.registry import PATH, GraphSource, register
 from clinrag.graph.schema import Relation
 
 NAME = "pycmekg"
@@ -116,3 +117,6 @@ def read_pycmekg(path: str | Path, *, limit: int | None = None) -> SourceRecords
     for record in by_head.values():
         result.keep(record, NO_RELATION)
     return result
+
+
+register(GraphSource(f"{NAME}:{PATH}", lambda path, limit: read_pycmekg(path, limit=limit)))

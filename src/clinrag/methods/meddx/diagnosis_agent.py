@@ -16,12 +16,12 @@ from typing import Literal
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case, Evidence, RankedDiagnosis
 from clinrag.llm.base import ChatModel, ChatRequest
+from clinrag.methods.answering import complete, option_distribution, ranked_result
 from clinrag.methods.meddx.consultation import Consultation
 from clinrag.patients.record import PatientRecord
 from clinrag.patients.similarity import Neighbours, SimilarPatients, patient_evidence
 
 Strategy = Literal["zero_shot", "cot", "fixed_few_shot", "dynamic_few_shot", "cot_dynamic_few_shot"]
-DDX_SIZE = 10
 EXAMPLE_CHARS = 500
 
 SYSTEM = "You are an expert physician making a differential diagnosis."
@@ -55,7 +55,7 @@ class DiagnosisAgent:
             )
         self.similar = SimilarPatients(self.records) if "dynamic" in self.strategy else None
 
-    def diagnose(
+    async def diagnose(
         self, consultation: Consultation, answer: Answer
     ) -> tuple[list[RankedDiagnosis], list[Evidence]]:
         """The differential, and the example patients shown (as evidence)."""
@@ -77,18 +77,12 @@ class DiagnosisAgent:
                 request = ChatRequest.of(
                     REASON.format(body=body), system=SYSTEM, max_tokens=self.reasoning_tokens
                 )
-                completion = self.model.complete(request)
-                answer.usage += completion.usage
-                step.usage += completion.usage
+                completion = await complete(self.model, request, answer, step)
                 step.output["reasoning"] = completion.text
                 prompt = f"{body}\n\nReasoning: {completion.text.strip()}{CONCLUDE}"
-            scores = self.model.score_options(ChatRequest.of(prompt, system=SYSTEM), [f" {t}" for t in texts])
-            answer.usage += scores.usage
-            step.usage += scores.usage
-            # Per-token means: summed log-likelihoods would favour the shortest names.
-            probabilities = scores.probabilities("mean")
-            order = sorted(range(len(texts)), key=lambda i: -probabilities[i])[:DDX_SIZE]
-            ddx = [RankedDiagnosis(name=texts[i], probability=probabilities[i]) for i in order]
+            request = ChatRequest.of(prompt, system=SYSTEM)
+            distribution = await option_distribution(self.model, request, case, answer, continuation=True)
+            ddx = ranked_result(case, distribution).ddx
             step.output["ddx"] = [[d.name, round(d.probability or 0.0, 4)] for d in ddx]
             step.output["examples"] = [r.id for r, _ in examples]
         return ddx, patient_evidence(examples, self.labels)

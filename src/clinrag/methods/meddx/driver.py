@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, create_model
 from clinrag.core.errors import AnswerParseError, StructuredOutputError
 from clinrag.core.models import Answer, Evidence
 from clinrag.llm.base import ChatModel, ChatRequest
-from clinrag.llm.structured import complete_structured
+from clinrag.methods.answering import complete_structured
 from clinrag.methods.meddx.consultation import Consultation
 from clinrag.methods.meddx.diagnosis_agent import DiagnosisAgent
 from clinrag.methods.meddx.history_taking import HistoryTaker
@@ -75,7 +75,7 @@ class DDxDriver:
     knowledge: KnowledgeAgent | None = None
     config: DriverConfig = field(default_factory=DriverConfig)
 
-    def run(self, consultation: Consultation, answer: Answer) -> str:
+    async def run(self, consultation: Consultation, answer: Answer) -> str:
         """Drive the consultation; returns why it stopped. Evidence used is added to `answer`."""
         steps: list[ReactStep] = []
         pending = list(self._fixed_order())
@@ -83,14 +83,14 @@ class DDxDriver:
         limit = self.config.max_steps if dynamic else self.config.iterations * len(pending)
         for _ in range(limit):
             if dynamic:
-                thought, action, given = self._choose(consultation, steps, answer)
+                thought, action, given = await self._choose(consultation, steps, answer)
             else:
                 if not pending:
                     pending = list(self._fixed_order())
                 action, given, thought = pending.pop(0), "", "fixed order"
             if action == FINISH:
                 return "finished by the driver"
-            step = self._act(consultation, action, given, thought, answer)
+            step = await self._act(consultation, action, given, thought, answer)
             steps.append(step)
             if action == "diagnosis":
                 if len(consultation.history) >= self.config.iterations:
@@ -102,18 +102,20 @@ class DDxDriver:
     def _fixed_order(self) -> list[Component]:
         return [c for c in ORDER if c in self.config.components]
 
-    def _act(
+    async def _act(
         self, consultation: Consultation, action: str, given: str, thought: str, answer: Answer
     ) -> ReactStep:
         with answer.trace.step("meddx.react", thought=thought, action=action, input=given) as record:
             try:
-                observation = self._run_component(consultation, action, given, answer)
+                observation = await self._run_component(consultation, action, given, answer)
             except (StructuredOutputError, AnswerParseError) as exc:
                 observation = f"failed: {type(exc).__name__}: {exc}"
             record.output = {"observation": observation}
         return ReactStep(thought, action, observation)
 
-    def _run_component(self, consultation: Consultation, action: str, given: str, answer: Answer) -> str:
+    async def _run_component(
+        self, consultation: Consultation, action: str, given: str, answer: Answer
+    ) -> str:
         top = ", ".join(consultation.top(3))
         if action == "history":
             assert self.history is not None
@@ -124,7 +126,9 @@ class DDxDriver:
                 "cause the complaint."
             )
             budget = self._questions_left(consultation)
-            asked = self.history.interview(consultation, goals, min(self.config.questions, budget), answer)
+            asked = await self.history.interview(
+                consultation, goals, min(self.config.questions, budget), answer
+            )
             recent = consultation.exchanges[-asked:] if asked else []
             return "; ".join(f"{e.question} → {e.answer}" for e in recent) or "no question was asked"
         if action == "knowledge":
@@ -134,11 +138,11 @@ class DDxDriver:
                 if top
                 else f"Which diseases explain: {consultation.initial}"
             )
-            note = self.knowledge.retrieve(consultation, query, answer)
+            note = await self.knowledge.retrieve(consultation, query, answer)
             consultation.notes.append(note)
             _add_evidence(answer, note.evidence)
             return note.summary
-        ddx, examples = self.diagnosis.diagnose(consultation, answer)
+        ddx, examples = await self.diagnosis.diagnose(consultation, answer)
         consultation.record_ddx(ddx)
         _add_evidence(answer, examples)
         return "; ".join(f"{d.name} {d.probability or 0:.0%}" for d in ddx[:5])
@@ -159,7 +163,7 @@ class DDxDriver:
     def _available(self, consultation: Consultation) -> list[str]:
         return [a for a in [*self._fixed_order(), FINISH] if self.invalid_reason(a, consultation) is None]
 
-    def _choose(
+    async def _choose(
         self, consultation: Consultation, steps: list[ReactStep], answer: Answer
     ) -> tuple[str, str, str]:
         """(thought, action, input) chosen by the model and validated; the fixed order's next component
@@ -181,12 +185,10 @@ class DDxDriver:
             )
             with answer.trace.step("meddx.driver.choose", attempt=attempt, available=available) as record:
                 try:
-                    choice, completion = complete_structured(self.model, request, schema)
+                    choice, _ = await complete_structured(self.model, request, schema, answer, record)
                 except StructuredOutputError as exc:
                     reason, choice = f"the reply is not a valid choice: {exc}", None
                 else:
-                    answer.usage += completion.usage
-                    record.usage = completion.usage
                     reason = self.invalid_reason(choice.action, consultation)
                 record.output = {
                     "thought": choice.thought if choice else None,

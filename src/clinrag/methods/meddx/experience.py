@@ -6,6 +6,7 @@ top diagnosis reaches `confidence`. The differential is snapshotted at each chec
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -13,15 +14,14 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from clinrag.core.errors import InvalidInputError
-from clinrag.core.models import Answer, Case, DdxSnapshot, RankedDiagnosis, StructuredResult
-from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
+from clinrag.core.models import DDX_SIZE, Answer, Case, DdxSnapshot, RankedDiagnosis, StructuredResult
+from clinrag.methods.answering import option_key
+from clinrag.methods.base import Method, MethodConfig, MethodSpec
 from clinrag.methods.meddx.experience_policy import ExperienceModel
 from clinrag.methods.meddx.structured_patient import Reply, StructuredPatient, evidence_catalogue
-from clinrag.methods.options import option_key
+from clinrag.methods.registry import register
 from clinrag.patients.record import PatientRecord
 from clinrag.patients.similarity import patient_evidence
-
-DDX_SIZE = 10
 
 
 class ExperienceConfig(MethodConfig):
@@ -62,7 +62,10 @@ class ExperienceQuestioning(Method):
         self.labels = labels
         self.config = config
 
-    def answer(self, case: Case) -> Answer:
+    async def aanswer(self, case: Case) -> Answer:
+        return await asyncio.to_thread(self._interview, case)
+
+    def _interview(self, case: Case) -> Answer:
         catalogue_path = case.meta.get("evidence_catalogue")
         if not isinstance(catalogue_path, str):
             raise InvalidInputError(
@@ -151,17 +154,15 @@ def experience_model(
     )
 
 
-def build(context: MethodContext) -> ExperienceQuestioning:
-    config = ExperienceConfig.from_params(dict(context.params))
-    return ExperienceQuestioning(
-        experience_model(context.experience, context.labels, config), context.labels, config
+SPEC = register(
+    MethodSpec(
+        name="meddx-experience",
+        description="no LLM: interactive ddx, asking what best separates the diagnoses of similar patients",
+        config=ExperienceConfig,
+        factory=lambda context, config: ExperienceQuestioning(
+            experience_model(context.experience, context.labels, config), context.labels, config
+        ),
+        uses_llm=False,
+        needs_experience=True,
     )
-
-
-SPEC = MethodSpec(
-    name="meddx-experience",
-    description="no LLM: interactive ddx, asking what best separates the diagnoses of similar patients",
-    build=build,
-    uses_llm=False,
-    needs_experience=True,
 )

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from clinrag.core.models import Answer
 from clinrag.llm.base import ChatModel, ChatRequest
-from clinrag.llm.structured import complete_structured
+from clinrag.methods.answering import complete_structured
 from clinrag.methods.meddx.consultation import Consultation
 from clinrag.methods.meddx.experience_policy import ExperienceModel
 from clinrag.methods.meddx.interviewee import CodedInterviewee
@@ -69,7 +69,9 @@ class HistoryTaker:
     stop_on_goals: bool = False
     max_tokens: int = 80
 
-    def interview(self, consultation: Consultation, goals: str, max_questions: int, answer: Answer) -> int:
+    async def interview(
+        self, consultation: Consultation, goals: str, max_questions: int, answer: Answer
+    ) -> int:
         """Ask up to `max_questions`, each answered by the consultation's interviewee; returns how many
         were asked. Each turn is a trace step with the question, the answer and what it was matched to."""
         assert consultation.interviewee is not None
@@ -89,9 +91,7 @@ class HistoryTaker:
             )
             schema = DoctorTurn if self.stop_on_goals else DoctorQuestion
             with answer.trace.step("meddx.history.turn", goals=turn_goals) as step:
-                turn, completion = complete_structured(self.model, request, schema)
-                answer.usage += completion.usage
-                step.usage = completion.usage
+                turn, _ = await complete_structured(self.model, request, schema, answer, step)
                 goals_met = isinstance(turn, DoctorTurn) and turn.goals_met
                 step.output = {"question": turn.question, "goals_met": goals_met}
                 if goals_met and asked > 0:
@@ -100,7 +100,7 @@ class HistoryTaker:
                 if not turn.question.strip():
                     step.output["stopped"] = "no question"
                     break
-                exchange = consultation.interviewee.reply(turn.question)
+                exchange = await consultation.interviewee.reply(turn.question)
                 consultation.exchanges.append(exchange)
                 step.output |= {
                     "answer": exchange.answer,

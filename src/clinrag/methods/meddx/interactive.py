@@ -11,8 +11,8 @@ from typing import Literal
 import numpy as np
 
 from clinrag.core.errors import InvalidInputError
-from clinrag.core.models import RankedDiagnosis
-from clinrag.methods.meddx.experience import DDX_SIZE, ExperienceConfig
+from clinrag.core.models import DDX_SIZE, RankedDiagnosis
+from clinrag.methods.meddx.experience import ExperienceConfig
 from clinrag.methods.meddx.experience_policy import ExperienceModel
 from clinrag.patients.loaders import EvidenceDecoder
 

@@ -40,7 +40,7 @@ class Exchange:
 class Interviewee(Protocol):
     usage: Usage  # what answering cost (LLM patients); not the doctor's cost
 
-    def reply(self, question: str) -> Exchange: ...
+    async def reply(self, question: str) -> Exchange: ...
 
     def codes(self) -> list[str]: ...
 
@@ -83,7 +83,7 @@ class CodedInterviewee:
     usage: Usage = field(default_factory=Usage)
     replies: list[Reply] = field(default_factory=list)  # coded answers, in order (for experience updates)
 
-    def reply(self, question: str) -> Exchange:
+    async def reply(self, question: str) -> Exchange:
         evidence, score = self.matcher.match(question)
         if evidence is None:
             return Exchange(question, UNKNOWN, None, round(score, 4))
@@ -113,8 +113,8 @@ class SimulatedInterviewee:
     def usage(self) -> Usage:
         return self.patient.usage
 
-    def reply(self, question: str) -> Exchange:
-        return Exchange(question, self.patient.ask(question).text())
+    async def reply(self, question: str) -> Exchange:
+        return Exchange(question, (await self.patient.ask(question)).text())
 
     def codes(self) -> list[str]:
         return []

@@ -8,7 +8,6 @@ nothing the model read is hidden)."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from dataclasses import dataclass
 from typing import Annotated
@@ -23,7 +22,7 @@ from clinrag.graph.store import GraphStore
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.literature.search import LiteratureSearch
 from clinrag.llm.base import ChatModel, ChatRequest
-from clinrag.llm.structured import complete_structured
+from clinrag.methods.answering import complete, complete_structured
 from clinrag.methods.evidence_pack import graph_evidence
 from clinrag.methods.meddx.consultation import Consultation, KnowledgeNote
 
@@ -90,22 +89,20 @@ class KnowledgeAgent:
         names += ["graph"] if self.graph is not None else []
         return names + (self.literature.source_names if self.literature is not None else [])
 
-    def retrieve(self, consultation: Consultation, query: str, answer: Answer) -> KnowledgeNote:
+    async def retrieve(self, consultation: Consultation, query: str, answer: Answer) -> KnowledgeNote:
         with answer.trace.step("meddx.knowledge.searches", query=query) as step:
             request = ChatRequest.of(
                 SEARCH_PROMPT.format(profile=consultation.profile_text(), query=query, limit=MAX_SEARCHES),
                 max_tokens=96,
             )
-            parsed, completion = complete_structured(self.model, request, Searches)
-            answer.usage += completion.usage
-            step.usage = completion.usage
+            parsed, _ = await complete_structured(self.model, request, Searches, answer, step)
             searches = list(dict.fromkeys(parsed.searches))
             step.output = {"searches": searches}
         found: dict[str, Evidence] = {}
         with answer.trace.step("meddx.knowledge.sources", sources=self.source_names) as step:
             step.output = {}
             for keyword in searches:
-                hits, failures = self._search(keyword)
+                hits, failures = await self._search(keyword)
                 step.output[keyword] = {source: [e.id for e in items] for source, items in hits.items()}
                 if failures:
                     step.output[keyword]["failures"] = failures
@@ -117,13 +114,10 @@ class KnowledgeAgent:
             return KnowledgeNote(query, summary)
         with answer.trace.step("meddx.knowledge.summary", evidence=len(evidence)) as step:
             numbered = "\n".join(f"[E{i}] {e.text[:MAX_EVIDENCE_CHARS]}" for i, e in enumerate(evidence, 1))
-            completion = self.model.complete(
-                ChatRequest.of(
-                    SUMMARY_PROMPT.format(query=query, evidence=numbered), max_tokens=self.max_tokens
-                )
+            request = ChatRequest.of(
+                SUMMARY_PROMPT.format(query=query, evidence=numbered), max_tokens=self.max_tokens
             )
-            answer.usage += completion.usage
-            step.usage = completion.usage
+            completion = await complete(self.model, request, answer, step)
             cited = sorted(
                 {int(n) for n in re.findall(r"\[E(\d+)\]", completion.text) if 0 < int(n) <= len(evidence)}
             )
@@ -137,7 +131,7 @@ class KnowledgeAgent:
         )
         return KnowledgeNote(query, summary, kept)
 
-    def _search(self, keyword: str) -> tuple[dict[str, list[Evidence]], list[dict]]:
+    async def _search(self, keyword: str) -> tuple[dict[str, list[Evidence]], list[dict]]:
         """Each source's hits, and the literature failures as records (they never fail the search)."""
         hits: dict[str, list[Evidence]] = {}
         failures: list[dict] = []
@@ -146,7 +140,7 @@ class KnowledgeAgent:
         if self.graph is not None:
             hits["graph"] = self.graph.search(keyword)
         if self.literature is not None:
-            result = asyncio.run(self.literature.search(keyword, self.per_source))
+            result = await self.literature.search(keyword, self.per_source)
             hits["literature"] = result.evidence
             failures = [f.model_dump(mode="json") for f in result.failures]
         return hits, failures

@@ -16,7 +16,7 @@ from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Case
 from clinrag.core.usage import Usage
 from clinrag.llm.base import ChatModel, ChatRequest
-from clinrag.llm.structured import complete_structured
+from clinrag.llm.structured import acomplete_structured
 
 MAX_QUESTION_CHARS = 1000
 
@@ -73,7 +73,7 @@ class LLMPatient:
             raise InvalidInputError(f"case {case.id} has no patient findings for a simulated patient to hold")
         return cls(model, list(case.patient.findings), case.patient.initial_presentation, **options)
 
-    def ask(self, question: str) -> Turn:
+    async def ask(self, question: str) -> Turn:
         question = " ".join(question.split())
         if not question:
             raise InvalidInputError("the doctor's question is empty")
@@ -84,7 +84,7 @@ class LLMPatient:
             system=PATIENT_SYSTEM.format(profile="\n".join(f"- {fact}" for fact in self.profile)),
             max_tokens=self.max_tokens,
         )
-        answer, completion = complete_structured(self.model, request, PatientAnswer)
+        answer, completion = await acomplete_structured(self.model, request, PatientAnswer)
         self.usage += completion.usage
         turn = Turn(question, answer)
         self.dialogue.append(turn)

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case, StructuredResult
+from clinrag.methods.answering import option_key
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.meddx.consultation import Consultation
 from clinrag.methods.meddx.diagnosis_agent import DiagnosisAgent, Strategy
@@ -31,7 +32,7 @@ from clinrag.methods.meddx.interviewee import (
 from clinrag.methods.meddx.knowledge_agent import GraphSource, KnowledgeAgent
 from clinrag.methods.meddx.llm_patient import LLMPatient
 from clinrag.methods.meddx.structured_patient import StructuredPatient, evidence_catalogue
-from clinrag.methods.options import option_key
+from clinrag.methods.registry import register
 
 SourceName = Literal["kb", "graph", "literature"]
 DRIVER_FIELDS = {"mode", "iterations", "questions", "stable_top_k", "stable_for", "retries", "max_steps"}
@@ -83,11 +84,11 @@ class Meddx(Method):
         self._context = context
         self._matchers: dict[str, QuestionMatcher] = {}  # one per catalogue: its questions embedded once
 
-    def answer(self, case: Case) -> Answer:
+    async def aanswer(self, case: Case) -> Answer:
         answer = Answer(case_id=case.id, method=self.name)
         interviewee = self._interviewee(case) if "history" in self.config.components else None
         consultation = Consultation(case, interviewee)
-        stop = self.driver.run(consultation, answer)
+        stop = await self.driver.run(consultation, answer)
         with answer.trace.step("meddx.stop", questions=len(consultation.exchanges)) as step:
             step.output = {"reason": stop, "diagnoses": len(consultation.history)}
         if interviewee is not None:
@@ -140,7 +141,7 @@ def _knowledge_agent(context: MethodContext, config: MeddxConfig) -> KnowledgeAg
     settings = context.settings
     kb_dir = Path(config.kb) if config.kb else settings.knowledge_base_path
     graph_uri = config.graph or settings.graph_uri
-    home_graph = settings.home / "graph" / "falkordb"
+    home_graph = settings.graph_data_dir
     literature = build_literature_search(literature_config(settings))
     available = {
         "kb": (kb_dir / INFO_FILE).is_file(),
@@ -165,8 +166,7 @@ def _knowledge_agent(context: MethodContext, config: MeddxConfig) -> KnowledgeAg
     )
 
 
-def build(context: MethodContext) -> Meddx:
-    config = MeddxConfig.from_params(dict(context.params))
+def build(context: MethodContext, config: MeddxConfig) -> Meddx:
     components = tuple(c for c in ORDER if c in config.components)
     advisor = None
     if config.experience_goals:
@@ -187,9 +187,11 @@ def build(context: MethodContext) -> Meddx:
     return Meddx(driver, config, context=context)
 
 
-SPEC = MethodSpec(
-    name="meddx",
-    description="MEDDxAgent: DDxDriver over history taking, knowledge retrieval and a diagnosis strategy",
-    build=build,
-    uses_llm=True,
+SPEC = register(
+    MethodSpec(
+        name="meddx",
+        description="MEDDxAgent: DDxDriver over history taking, knowledge retrieval and a diagnosis strategy",
+        config=MeddxConfig,
+        factory=build,
+    )
 )

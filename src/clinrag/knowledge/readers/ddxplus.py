@@ -15,14 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from clinrag.core.errors import DataFormatError, InvalidInputError
-from clinrag.knowledge.sources import (
-    INVALID_RECORDS,
-    Reading,
-    ReadReport,
-    SourceItem,
-    _existing_file,
-    _load_json_document,
-)
+from clinrag.core.files import INVALID_RECORDS, Reading, ReadReport, existing_file, read_json
+from clinrag.knowledge.formats import Sample, SourceFormat, register
+from clinrag.knowledge.items import SourceItem
 from clinrag.terms.icd10 import chapter_of
 
 SOURCE = "ddxplus-conditions"
@@ -33,14 +28,14 @@ UNKNOWN_EVIDENCES = "evidences missing from release_evidences.json"
 
 def read_ddxplus_conditions(path: str | Path) -> Reading[SourceItem]:
     """Record items of `release_conditions.json`; `release_evidences.json` must be in the same folder."""
-    path = _existing_file(path)
+    path = existing_file(path)
     evidences_path = path.parent / "release_evidences.json"
     if not evidences_path.is_file():
         raise DataFormatError(f"{path}: release_evidences.json must be beside it to word the evidences")
 
     def produce(report: ReadReport) -> Iterator[SourceItem]:
-        conditions = _load_json_document(path)
-        evidences = _load_json_document(evidences_path)
+        conditions = read_json(path)
+        evidences = read_json(evidences_path)
         if not isinstance(conditions, dict) or not isinstance(evidences, dict):
             raise DataFormatError(f"{path}: expected JSON objects of conditions and evidences")
         for key, condition in conditions.items():
@@ -109,3 +104,14 @@ def _condition_item(
         statements=tuple(statements),
         tags=_chapters(code),
     )
+
+
+def _read(path: Path, *, max_size: int, overlap: int) -> Reading[SourceItem]:
+    return read_ddxplus_conditions(path)
+
+
+def _recognise(sample: Sample) -> bool:
+    return sample.head.lstrip().startswith("{") and '"cond-name-eng"' in sample.head
+
+
+register(SourceFormat(SOURCE, _read, _recognise, rank=50))

@@ -21,7 +21,9 @@ from functools import cache
 from pathlib import Path
 
 from clinrag.core.errors import InvalidInputError
-from clinrag.knowledge.sources import Reading, ReadReport, SourceItem
+from clinrag.core.files import Reading, ReadReport
+from clinrag.knowledge.formats import SourceFormat, register
+from clinrag.knowledge.items import SourceItem
 from clinrag.terms.icd10 import chapter, chapter_of
 
 PREFIX = "packaged:"
@@ -225,7 +227,7 @@ def _hpo_diseases(report: ReadReport) -> Iterator[SourceItem]:
         )
 
 
-# --- registry -----------------------------------------------------------------------------------------------
+# --- the packaged sources -----------------------------------------------------------------------------------
 
 SOURCES: dict[str, PackagedSource] = {
     source.name: source
@@ -273,3 +275,10 @@ def read_packaged(source: str) -> Reading[SourceItem]:
             f"unknown packaged source {name!r}; valid: {', '.join(PREFIX + n for n in SOURCES)}"
         )
     return Reading(Path(PREFIX + name), found.produce)
+
+
+def _read(path: Path, *, max_size: int, overlap: int) -> Reading[SourceItem]:
+    return read_packaged(str(path))
+
+
+register(SourceFormat("packaged", _read, prefix=PREFIX))

@@ -4,7 +4,8 @@ import pytest
 
 from clinrag.core.errors import AnswerParseError
 from clinrag.core.models import Case
-from clinrag.tasks.multiple_choice import parse_choice, render_prompt
+from clinrag.tasks.parsing import parse_choice
+from clinrag.tasks.templates import task_prompt
 
 OPTIONS = {"A": "Ampicillin", "B": "Ceftriaxone", "C": "Ciprofloxacin", "D": "Doxycycline"}
 
@@ -44,7 +45,8 @@ def test_no_single_commitment_is_a_typed_failure(text):
 
 def test_prompt_lists_every_option_of_a_real_question(data_dir):
     row = json.loads((data_dir / "medqa" / "us_4options_test.jsonl").read_text().splitlines()[0])
-    prompt = render_prompt(Case(id="q", question=row["question"], options=row["options"]))
+    case = Case(id="q", task="multiple_choice", question=row["question"], options=row["options"])
+    prompt = task_prompt(case).render(case)
     for key, text in row["options"].items():
         assert f"{key}. {text}" in prompt
     assert row["question"].strip() in prompt

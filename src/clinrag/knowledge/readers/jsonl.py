@@ -1,0 +1,44 @@
+"""Any other JSONL whose records carry a `text` field: chunked text items."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from clinrag.core.files import Reading, ReadReport, existing_file, jsonl_records
+from clinrag.knowledge.chunking import DEFAULT_MAX_SIZE, DEFAULT_OVERLAP, chunk_text
+from clinrag.knowledge.formats import Sample, SourceFormat, register
+from clinrag.knowledge.items import SourceItem
+
+NO_TEXT = "records without text"
+
+
+def read_text_records(
+    path: str | Path, *, max_size: int = DEFAULT_MAX_SIZE, overlap: int = DEFAULT_OVERLAP
+) -> Reading[SourceItem]:
+    """Text items from a JSONL file whose records carry a `text` field (chunked); the source is the file
+    stem, and a record's own `id` and `title`, when present, go to the provenance."""
+    path = existing_file(path)
+    source = path.stem
+
+    def produce(report: ReadReport) -> Iterator[SourceItem]:
+        for line, record in jsonl_records(path, report):
+            text = record.get("text")
+            chunks = chunk_text(text, max_size, overlap) if isinstance(text, str) else []
+            if not chunks:
+                report.skip(NO_TEXT, line)
+                continue
+            extra = {key: record[key] for key in ("id", "title") if isinstance(record.get(key), str | int)}
+            for index, chunk in enumerate(chunks):
+                provenance = {"file": path.name, "line": line, **extra, "chunk": index}
+                yield SourceItem(f"{source}:{line}:{index}", "text", chunk, source, provenance)
+
+    return Reading(path, produce)
+
+
+def _recognise(sample: Sample) -> bool:
+    return sample.record is not None
+
+
+# A .jsonl file with no parsable line is still JSONL: the reader reports the broken lines.
+register(SourceFormat("jsonl", read_text_records, _recognise, rank=30, suffixes=frozenset({".jsonl"})))
