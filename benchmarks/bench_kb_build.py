@@ -17,13 +17,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from clinrag.core.settings import Settings
 from clinrag.embed.cache import CachedEmbedder
 from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
 from clinrag.knowledge.rewrite import DeclarativeRewriter
 from clinrag.knowledge.tagging import EmbeddingTagger, LLMTagger
-from clinrag.llm.embedded import EmbeddedLlama
+from clinrag.llm.embedded import from_settings
 
 
 def sources(data: Path) -> list[Path]:
@@ -84,7 +85,7 @@ def main() -> None:
         ]
         latency = search_latency(kb, questions, EmbeddingTagger(embedder))
 
-        model = EmbeddedLlama(n_ctx=2048)
+        model = from_settings(Settings(embedded_n_ctx=2048))  # the default embedded runtime
         llm = KnowledgeBaseBuilder(
             embedder=embedder, tagger=LLMTagger(model), rewriter=DeclarativeRewriter(model)
         )

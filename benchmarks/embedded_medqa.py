@@ -17,8 +17,9 @@ from pathlib import Path
 
 from clinrag.core.errors import AnswerParseError
 from clinrag.core.models import Case, Gold
-from clinrag.llm.base import ChatRequest
-from clinrag.llm.embedded import EmbeddedLlama
+from clinrag.core.settings import Settings
+from clinrag.llm.base import ChatModel, ChatRequest
+from clinrag.llm.embedded import from_settings
 from clinrag.tasks.parsing import parse_choice
 from clinrag.tasks.templates import task_prompt
 
@@ -49,21 +50,21 @@ def render_prompt(case: Case) -> str:
     return task_prompt(case).render(case)
 
 
-def _letters(model: EmbeddedLlama, case: Case) -> str:
+def _letters(model: ChatModel, case: Case) -> str:
     return list(case.options)[
         model.score_options(ChatRequest.of(render_prompt(case)), list(case.options)).best()
     ]
 
 
 def _texts(mode: str):
-    def choose(model: EmbeddedLlama, case: Case) -> str:
+    def choose(model: ChatModel, case: Case) -> str:
         scores = model.score_options(ChatRequest.of(render_prompt(case)), list(case.options.values()))
         return list(case.options)[scores.best(mode)]
 
     return choose
 
 
-def _generate(model: EmbeddedLlama, case: Case) -> str:
+def _generate(model: ChatModel, case: Case) -> str:
     completion = model.complete(ChatRequest.of(render_prompt(case), max_tokens=48))
     return parse_choice(completion.text, case.options)
 
@@ -76,7 +77,7 @@ MODES = {
 }
 
 
-def accuracy_by_mode(cases: list[Case], model: EmbeddedLlama) -> dict:
+def accuracy_by_mode(cases: list[Case], model: ChatModel) -> dict:
     """One pass over all questions per mode, so every mode pays for its own prompt evaluation."""
     results: dict[str, dict] = {}
     for mode, choose in MODES.items():
@@ -104,7 +105,7 @@ def accuracy_by_mode(cases: list[Case], model: EmbeddedLlama) -> dict:
     return results
 
 
-def decode_speed(model: EmbeddedLlama, repeats: int = 3) -> float:
+def decode_speed(model: ChatModel, repeats: int = 3) -> float:
     """Completion tokens per second on a free-text clinical prompt (fresh prompt each time: no cache)."""
     tokens, seconds = 0, 0.0
     for i in range(repeats):
@@ -125,10 +126,13 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--runtime", choices=["auto", "wheel", "source"], default="auto")
     args = parser.parse_args()
 
     cases = load_cases(args.data, args.limit, args.seed)
-    model = EmbeddedLlama(n_ctx=2048, n_threads=args.threads)
+    model = from_settings(
+        Settings(embedded_runtime=args.runtime, embedded_n_ctx=2048, embedded_n_threads=args.threads)
+    )
     started = time.perf_counter()
     results = accuracy_by_mode(cases, model)
     print(
@@ -136,6 +140,7 @@ def main() -> None:
             {
                 "benchmark": "embedded_medqa",
                 "model": model.model,
+                "runtime": type(model).__name__,
                 "questions": len(cases),
                 "seed": args.seed,
                 "chance": 0.25,

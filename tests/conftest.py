@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from clinrag.llm.embedded import EmbeddedLlama
+from clinrag.core.settings import Settings
+from clinrag.llm.base import ChatModel
+from clinrag.llm.embedded import from_settings
 from tests.openai_server import ScriptedServer
 
 
@@ -35,9 +37,14 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(scope="session")
-def embedded() -> EmbeddedLlama:
-    """The real packaged SmolLM2 model, loaded once per test session."""
-    return EmbeddedLlama(n_ctx=2048)
+def embedded() -> ChatModel:
+    """The real packaged SmolLM2 model, loaded once per test session through the registered backend: on the
+    default runtime, or the one CLINRAG_EMBEDDED_RUNTIME names. No other CLINRAG_* setting reaches it."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if name.startswith("CLINRAG_") and name != "CLINRAG_EMBEDDED_RUNTIME":
+                patch.delenv(name)
+        return from_settings(Settings(embedded_n_ctx=2048))
 
 
 @pytest.fixture

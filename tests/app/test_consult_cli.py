@@ -1,81 +1,61 @@
-"""`clinrag consult` as a user runs it: a real subprocess, a knowledge base built from the real DDXPlus
-condition table, a patient base built from the real iCraft-MD vignettes, the real embedded model."""
+"""`clinrag consult` as a user runs it: a real subprocess on the packaged knowledge (one clinrag home for the
+module, so the disease model is built once), the README's example, an interactive session answered through
+standard input, and clean errors for bad input."""
+
+from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 from tests.app.test_cli import _assert_clean_failure, run_cli
-
-QUESTION = (
-    "A 5-year-old boy has multiple dome-shaped skin-coloured papules with central umbilication on the chest "
-    "and back. They are not itchy. What is it and what should we do?"
-)
+from tests.methods.consult.test_consult import README_EXAMPLE, UNCITED_KINDS
 
 
 @pytest.fixture(scope="module")
-def kb_dir(tmp_path_factory):
-    """The faker-healthcare disease table (it has skin diseases, chapter 12, for the question below)."""
-    out = tmp_path_factory.mktemp("consult") / "kb"
-    built = run_cli("kb", "build", "-s", "packaged:faker-diseases", "--out", str(out))
-    assert built.returncode == 0, built.stderr
-    return out
+def home(tmp_path_factory):
+    return {"CLINRAG_HOME": str(tmp_path_factory.mktemp("consult-cli-home"))}
 
 
-def _consult(kb_dir, data_dir, *extra: str):
-    return run_cli(
-        "consult",
-        QUESTION,
-        "--kb",
-        str(kb_dir),
-        "--patients-dataset",
-        "icraft",
-        "--patients-path",
-        str(data_dir / "icraft_md" / "craft_md.jsonl"),
-        "--iterations",
-        "1",
-        *extra,
-        timeout=600,
-    )
-
-
-def test_consult_answers_with_resolvable_evidence_and_a_refinement_trace(kb_dir, data_dir):
-    result = _consult(kb_dir, data_dir, "--json")
+def test_readme_example_answer(home) -> None:
+    result = run_cli("consult", README_EXAMPLE, "--json", env=home, timeout=600)
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
-    assert answer["text"].strip() and answer["error"] is None
-    statements = [e for e in answer["evidence"] if e["kind"] == "statement"]
-    patients = [e for e in answer["evidence"] if e["kind"] == "patient"]
-    assert len(statements) == 5 and len(patients) == 3
-    kb_ids = {json.loads(line)["id"] for line in (kb_dir / "statements.jsonl").read_text().splitlines()}
-    assert all(e["id"].removeprefix("kb:") in kb_ids for e in statements)
-    vignettes = [json.loads(line)["id"] for line in (data_dir / "icraft_md" / "craft_md.jsonl").open()]
-    assert all(e["id"] in {f"icraft:{i}" for i in vignettes} for e in patients)
-    names = [step["name"] for step in answer["trace"]["steps"]]
-    assert names[0] == "retrieve" and "medtextgrad.summary" in names and "citations" in names
-    summary = next(s for s in answer["trace"]["steps"] if s["name"] == "medtextgrad.summary")
-    trajectory = summary["output"]["trajectory"]
-    # OA alone when both critics and the evidence check find nothing (3 calls), or when the updated prompt
-    # regenerates the same answer (+5 update calls, +1 generation); else OA and T1 (8 more calls).
-    calls_by_stop = {"both criteria report no issue": 3, "the answer did not change at iteration 1": 9}
-    expected = calls_by_stop[summary["output"]["stopped"]] if len(trajectory) == 1 else 11
-    assert answer["usage"]["calls"] == expected
-    assert summary["output"]["selected_iteration"] in [t["iteration"] for t in trajectory]
-
-    again = _consult(kb_dir, data_dir, "--json")
-    repeated = json.loads(again.stdout)
-    assert repeated["text"] == answer["text"]
-    assert repeated["usage"]["cache_hits"] == answer["usage"]["calls"]
+    assert {"Pneumonia", "Acute Bronchitis"} & {d["name"] for d in answer["result"]["ddx"][:3]}
+    known = {e["id"] for e in answer["evidence"]}
+    for sentence in answer["details"]["sentences"]:
+        assert sentence["evidence"] or sentence["kind"] in UNCITED_KINDS
+        assert set(sentence["evidence"]) <= known
+        assert sentence["text"] in answer["text"]
+    printed = run_cli("consult", README_EXAMPLE, env=home)
+    assert printed.returncode == 0, printed.stderr
+    for part in ("findings", "pleuritic chest pain", "differential", "Pneumonia", "Answer", "see a doctor"):
+        assert part in printed.stdout
 
 
-def test_consult_prints_answer_evidence_trajectory_and_usage(kb_dir, data_dir):
-    result = _consult(kb_dir, data_dir)
+def test_interactive_session_through_stdin(home) -> None:
+    replies = "yes\nno\nmaybe\nno\n"  # "maybe" is not an answer: the third question is asked again
+    result = run_cli("consult", "-i", README_EXAMPLE, "--max-questions", "3", stdin=replies, env=home)
     assert result.returncode == 0, result.stderr
-    for part in ("Answer", "evidence", "Med-TextGrad:", "model calls", "icraft:"):
-        assert part in result.stdout
+    out = result.stdout
+    asked = [line.split(" (yes")[0].split(". ", 1) for line in out.splitlines() if line.startswith("Q")]
+    assert [number for number, _ in asked] == ["Q1", "Q2", "Q3", "Q3"]
+    assert len({text for _, text in asked}) == 3  # a question answered is not asked again
+    assert "please answer yes, no or don't know" in out and "question budget is spent" in out
+    final = out.split("Answer", 1)[1]
+    assert "You do not report" in final  # the "no" is part of the final answer
 
 
-def test_consult_input_errors_are_clean(kb_dir, data_dir, tmp_path):
-    _assert_clean_failure(run_cli("consult", "   "), "empty")
-    _assert_clean_failure(run_cli("consult", QUESTION, "--patients-dataset", "ddxplus"), "--patients-path")
-    _assert_clean_failure(run_cli("consult", QUESTION, "--kb", str(tmp_path / "none")), "no knowledge base")
+def test_input_errors_are_clean(home) -> None:
+    _assert_clean_failure(run_cli("consult", "   ", env=home), "empty")
+    _assert_clean_failure(run_cli("consult", "cough", "--patients", "ddxplus", env=home), "DATASET:PATH")
+    _assert_clean_failure(run_cli("consult", "cough", "--patients", "synthetic:x", env=home), "synthetic")
+    raw = subprocess.run(
+        [sys.executable, "-m", "clinrag", "consult", "-"],
+        input=b"\xff fever",
+        capture_output=True,
+        timeout=120,
+    )
+    assert raw.returncode == 2 and b"not UTF-8" in raw.stderr and b"Traceback" not in raw.stderr

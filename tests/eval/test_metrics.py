@@ -105,3 +105,20 @@ def test_turn_scores_and_delta_progress(data_dir: Path) -> None:
     assert scores["delta_progress"] == 10.0  # 11 → 1
     assert scores["questions_asked"] == 15.0  # by the last snapshot
     assert scores["gtpa@1"] == 1.0
+
+
+def test_free_text_gold_matches_a_synonym_or_the_icd10_category() -> None:
+    from clinrag.eval.datasets import load_dataset
+
+    presentations = Path(__file__).parents[1] / "data" / "consult" / "common_presentations.jsonl"
+    pneumonia = next(c for c in load_dataset("text-cases", presentations).cases if c.id == "cap-01")
+    assert pneumonia.meta["icd10"] == "J18" and len(pneumonia.gold.answers) > 1
+
+    def rank(*ddx: RankedDiagnosis) -> float:
+        answer = Answer(case_id=pneumonia.id, method="m", result=StructuredResult(ddx=list(ddx)))
+        return score_case(pneumonia, answer)[0]["rank"]
+
+    lobar = RankedDiagnosis(name="Lobar pneumonia, unspecified", code="J18.1")
+    assert rank(RankedDiagnosis(name="Influenza"), lobar) == 2.0  # J18.1 lies in the gold category J18
+    assert rank(RankedDiagnosis(name=pneumonia.gold.answers[-1].upper())) == 1.0  # a synonym, any case
+    assert rank(RankedDiagnosis(name="Asthma", code="J45.909")) == 11.0

@@ -1,101 +1,149 @@
-"""`clinrag consult`: the main job — DoctorRAG + Med-TextGrad on a patient's description, with evidence."""
+"""`clinrag consult`: the main job — a grounded consultation built from structure (findings, a
+differential from the disease knowledge and similar patients, next questions and steps), every sentence
+citing its evidence; `-i` asks the next questions at the terminal and redraws the differential after each
+answer."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 from rich.table import Table
 
-from clinrag.app.common import (
-    PatientsDatasetOption,
-    PatientsOption,
-    PatientsPathOption,
-    out,
-    settings_from,
-    usage_table,
-)
+from clinrag.app.common import out, settings_from
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case
+
+ANSWERS = {"y": "present", "yes": "present", "n": "absent", "no": "absent", "?": "uncertain", "": "uncertain"}
+ANSWERS |= {"d": "uncertain", "dk": "uncertain", "don't know": "uncertain", "unknown": "uncertain"}
+
+
+def read_text(text: str) -> str:
+    """The consultation text from the argument or, for '-', standard input — strict UTF-8, checked first."""
+    if text != "-":
+        return text
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"the text on standard input is not UTF-8 (byte offset {exc.start})"
+        ) from None
 
 
 def consult(
     ctx: typer.Context,
     text: Annotated[str, typer.Argument(help="The patient's description and question; '-' reads stdin.")],
-    kb: Annotated[Path | None, typer.Option(help="A built knowledge base (`clinrag kb build`).")] = None,
-    source: Annotated[
+    knowledge: Annotated[
         list[str] | None,
         typer.Option(
-            "--source",
+            "--knowledge",
             "-s",
-            help="Build the knowledge base from these sources (as `kb build -s`; built once, then reused).",
+            help="Disease knowledge, as `graph build -s` names it (default: packaged:faker-diseases and "
+            "packaged:hpo-diseases); e.g. -s ddxplus:DIR.",
         ),
     ] = None,
-    patients: PatientsOption = None,
-    patients_dataset: PatientsDatasetOption = None,
-    patients_path: PatientsPathOption = None,
-    iterations: Annotated[int, typer.Option(min=0, max=10, help="Med-TextGrad iterations T (0 = off).")] = 3,
-    k_statements: Annotated[int, typer.Option(min=1, max=50, help="Knowledge statements retrieved.")] = 5,
-    k_patients: Annotated[int, typer.Option(min=1, max=50, help="Similar patients retrieved.")] = 3,
-    language: Annotated[Literal["en", "zh", "fr"], typer.Option(help="Language of the question.")] = "en",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the whole Answer as JSON.")] = False,
+    patients: Annotated[
+        str | None,
+        typer.Option(help="Similar past patients: DATASET:PATH (e.g. ddxplus:../shared/data/ddxplus)."),
+    ] = None,
+    interactive: Annotated[
+        bool, typer.Option("--interactive", "-i", help="Ask the next questions here, one at a time.")
+    ] = False,
+    max_questions: Annotated[int, typer.Option(min=1, max=50, help="Questions asked with -i at most.")] = 10,
+    confidence: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="With -i, stop once the leading diagnosis reaches this.")
+    ] = 0.9,
+    language: Annotated[Literal["en", "zh", "fr"], typer.Option(help="Language of the answer.")] = "en",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole answer as JSON.")] = False,
 ) -> None:
-    """Answer a consultation with DoctorRAG: knowledge statements + similar patients, refined by Med-TextGrad.
-    Without --kb/--source and --patients/--patients-dataset it uses the bases configured (CLINRAG_KB_PATH,
-    CLINRAG_PATIENTS_PATH) or else builds the packaged defaults once (several minutes the first time)."""
-    from clinrag.embed.factory import build_embedder
-    from clinrag.knowledge.defaults import open_knowledge_base
+    """A grounded consultation: findings understood from the text, a differential with probabilities from
+    the disease knowledge (and similar patients with --patients), the next questions, tests and treatments
+    for the leading diagnoses, and an answer whose every sentence cites its evidence. No model writes it."""
     from clinrag.methods.base import MethodContext
-    from clinrag.methods.registry import get_method
-    from clinrag.patients.defaults import open_patient_base
+    from clinrag.methods.consult.method import ConsultConfig, ConsultMethod, build_consultant
 
-    question = sys.stdin.read() if text == "-" else text
+    question = read_text(text)
     if not question.strip():
         raise InvalidInputError("the consultation text is empty")
-    if patients_dataset not in (None, "synthetic") and patients_path is None:
-        raise InvalidInputError(f"--patients-dataset {patients_dataset} needs --patients-path")
-    settings = settings_from(ctx)
-    embedder = build_embedder(settings)
-    context = MethodContext(
-        settings=settings,
-        params={
-            "k_statements": k_statements,
-            "k_patients": k_patients,
-            "refine_iterations": iterations,
-            "fallback": settings.kb_fallback,
-        },
-        embedder_factory=lambda _: embedder,
-        knowledge=open_knowledge_base(settings, embedder, kb, sources=source or ()),
-        patient_base=open_patient_base(
-            settings, embedder, patients, dataset=patients_dataset, data_path=patients_path
-        ),
-    )
-    method = get_method("doctorrag").build(context)
-    answer = method.answer(Case(id="consult", language=language, task="free_text", question=question))
+    params = {"knowledge": ",".join(knowledge)} if knowledge else {}
+    if patients:
+        params["patients"] = patients
+    config = ConsultConfig.from_params(params)
+    method = ConsultMethod(build_consultant(MethodContext(settings=settings_from(ctx)), config))
+    case = Case(id="consult", language=language, question=question)
+    answer = method.answer(case)
+    if interactive and answer.result.ddx:
+        answer = _interview(method, case, max_questions, confidence)
     if as_json:
         out.print_json(answer.model_dump_json())
         return
     _print_answer(answer)
 
 
-def _print_answer(answer: Answer) -> None:
-    if answer.error:
-        out.print(f"[bold red]no valid answer:[/] {answer.error}", soft_wrap=True)
-    out.print("[bold]Answer[/]")
-    out.print(answer.text.strip() or "(empty)", soft_wrap=True, highlight=False, markup=False)
-    table = Table(title="evidence", title_justify="left")
-    for column in ("id", "kind", "score", "cited", "text"):
-        table.add_column(column, overflow="fold")
-    for item in answer.evidence:
-        snippet = " ".join(item.text.split())
-        snippet = snippet if len(snippet) <= 200 else snippet[:200] + " …"
-        score = "" if item.score is None else f"{item.score:.3f}"
-        cited = "yes" if item.provenance.get("cited") else ""
-        table.add_row(item.id, item.kind, score, cited, snippet)
+def _interview(method, case: Case, max_questions: int, confidence: float) -> Answer:
+    """Ask the most informative question, take the answer, redraw the differential; stop at the question
+    budget, at `confidence`, when no question is left, or on end of input."""
+    consultant = method.consultant
+    state = consultant.start(case.question)
+    asked = 0
+    while True:
+        report, _ = consultant.report(state, case.language)
+        _print_differential(report.differential[:5])
+        top = report.differential[0].probability if report.differential else 0.0
+        stop = (
+            "the question budget is spent" if asked >= max_questions
+            else "confident" if top >= confidence
+            else "no question left" if not report.questions
+            else None
+        )  # fmt: skip
+        if stop:
+            out.print(f"stopping after {asked} questions: {stop}", highlight=False)
+            break
+        question = report.questions[0]
+        out.print(f"Q{asked + 1}. {question.text} (yes / no / don't know)", markup=False, highlight=False)
+        line = sys.stdin.readline()
+        if not line:
+            out.print("end of input: stopping", highlight=False)
+            break
+        reply = line.strip().lower()
+        if reply not in ANSWERS:
+            out.print("please answer yes, no or don't know", highlight=False)
+            continue
+        consultant.answer(state, question.concept, ANSWERS[reply])  # type: ignore[arg-type]
+        asked += 1
+    return method.answer_state(case, state)
+
+
+def _print_differential(differential) -> None:
+    table = Table("diagnosis", "probability", title="differential", title_justify="left")
+    for diagnosis in differential:
+        table.add_row(diagnosis.name, f"{diagnosis.probability:.0%}")
     out.print(table)
-    summary = next((step for step in answer.trace.steps if step.name == "medtextgrad.summary"), None)
-    if summary is not None:
-        out.print(summary.output["trajectory_text"], soft_wrap=True, highlight=False, markup=False)
-    out.print(usage_table(answer.usage))
+
+
+def _print_answer(answer: Answer) -> None:
+    details = answer.details
+    if answer.error:
+        out.print(f"[bold yellow]{answer.error}[/]", soft_wrap=True)
+    findings = Table("finding", "status", "as written", title="findings", title_justify="left")
+    for finding in details.get("findings", []):
+        findings.add_row(finding["name"], finding["status"], finding["text"])
+    out.print(findings)
+    if details.get("not_understood"):
+        out.print("not understood: " + "; ".join(details["not_understood"]), markup=False, highlight=False)
+    differential = Table(
+        "diagnosis", "probability", "ICD-10", "supported by", title="differential", title_justify="left"
+    )
+    for diagnosis in details.get("differential", [])[:5]:
+        differential.add_row(
+            diagnosis["name"],
+            f"{diagnosis['probability']:.0%}",
+            diagnosis["icd10"] or "",
+            ", ".join(diagnosis["supporting"]),
+        )
+    out.print(differential)
+    for question in details.get("questions", []):
+        out.print(f"- {question['text']}", markup=False, highlight=False)
+    out.print("[bold]Answer[/]")
+    out.print(answer.text, soft_wrap=True, highlight=False, markup=False)

@@ -61,10 +61,21 @@ def eval_run(
     partitions: Annotated[
         int | None, typer.Option(min=1, help="Dask partitions (default 4 per worker).")
     ] = None,
+    allow_overlap: Annotated[
+        bool,
+        typer.Option(
+            "--allow-overlap",
+            help="Run even though the corpus shares source files with the dataset (each case's own record "
+            "is still left out of retrieval; run.json and the report say so).",
+        ),
+    ] = False,
 ) -> None:
     """Answer every sampled case, writing each result as it finishes; rerun the same command to resume.
-    With --executor dask the cases are partitioned across the workers of a Dask cluster."""
+    With --executor dask the cases are partitioned across the workers of a Dask cluster. A corpus built from
+    the dataset's own files is refused (see --allow-overlap)."""
+    from clinrag.eval.results import RunDirectory
     from clinrag.eval.runner import EvalRunner, LocalExecutor, RunRequest
+    from clinrag.eval.validity import generator_notes
     from clinrag.scale.evaluation import DaskExecutor
 
     settings = settings_from(ctx)
@@ -77,6 +88,7 @@ def eval_run(
         seed=seed,
         concurrency=concurrency,
         params=parse_params(param or []),
+        allow_overlap=allow_overlap,
     )
     runner = EvalRunner(
         settings,
@@ -97,6 +109,12 @@ def eval_run(
             soft_wrap=True,
         )
     out.print(summary_table(outcome.summary))
+    config = RunDirectory(out_dir).config()
+    if config.overlap:
+        shared = ", ".join(config.overlap)
+        out.print(f"overlap (allowed): the corpus holds the dataset's {shared}", soft_wrap=True)
+    for note in generator_notes(config):
+        out.print(f"note: {note}", soft_wrap=True)
     out.print(f"results: {out_dir}")
 
 

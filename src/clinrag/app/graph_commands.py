@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -63,17 +62,6 @@ def _opened(ctx: typer.Context, uri: str | None, data_dir: Path | None, graph: s
         store.close()
 
 
-def _checkpoint(folder: Path, uri: str | None, graph: str) -> tuple[Path, str]:
-    """The checkpoint file and the identity of the graph it belongs to."""
-    if not uri:
-        return folder / f"import-checkpoint-{graph}.json", f"packaged:{folder.resolve()}:{graph}"
-    from clinrag.graph.store import redact
-
-    identity = f"{redact(uri)}#{graph}"
-    digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
-    return folder / f"import-checkpoint-{digest}.json", identity
-
-
 @graph_app.command("build")
 def graph_build(
     ctx: typer.Context,
@@ -97,10 +85,11 @@ def graph_build(
     """Import disease knowledge into the graph, in batches. Resumable: run the same command again after an
     interruption and finished batches are skipped. Prints the graph's counts and what each source added."""
     from clinrag.graph.importers import load_sources, read_source
+    from clinrag.graph.importers.loader import checkpoint_location
 
     folder = _data_dir(ctx, data_dir)
     records = [read_source(spec, limit=limit) for spec in source]
-    checkpoint, identity = _checkpoint(folder, uri, graph)
+    checkpoint, identity = checkpoint_location(folder, uri, graph)
     with _opened(ctx, uri, data_dir, graph) as store:
         report = load_sources(
             store, records, checkpoint, graph_id=identity, batch_size=batch_size, progress=progress

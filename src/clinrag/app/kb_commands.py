@@ -11,7 +11,6 @@ from rich.table import Table
 
 from clinrag.app.common import ExecutorOption, SchedulerOption, WorkersOption, out, settings_from
 from clinrag.core.errors import InvalidInputError
-from clinrag.knowledge.factory import build_tagger
 
 kb_app = typer.Typer(help="Build, search and describe the statement knowledge base.", no_args_is_help=True)
 
@@ -68,6 +67,7 @@ def kb_build(
     Resumable: run the same command again after an interruption. With --executor dask the embedding (and
     the embedding tagger) runs in parallel partitions on a Dask cluster."""
     from clinrag.knowledge.builder import KnowledgeBaseBuilder
+    from clinrag.knowledge.factory import build_tagger
     from clinrag.knowledge.rewrite import DeclarativeRewriter
     from clinrag.llm.factory import build_chat_model
     from clinrag.scale.embedding import embedder_for
@@ -109,6 +109,7 @@ def kb_search(
     """Search the knowledge base (DoctorRAG eq. 1 by default: cosine only where chapters are shared)."""
     from clinrag.embed.factory import build_embedder
     from clinrag.knowledge.base import KnowledgeBase
+    from clinrag.knowledge.factory import build_tagger
 
     settings = settings_from(ctx)
     embedder = build_embedder(settings)

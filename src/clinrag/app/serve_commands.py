@@ -40,8 +40,9 @@ def serve(
     ] = None,
     log_level: Annotated[str, typer.Option(help="Log level of clinrag and uvicorn.")] = "info",
 ) -> None:
-    """Serve the HTTP API (/v1, OpenAPI docs at /docs) and the web UI (/ and /ddx). Settings come from
-    CLINRAG_* (CLINRAG_API_TOKEN, CLINRAG_API_MAX_BODY_BYTES, CLINRAG_API_TIMEOUT_S, CLINRAG_API_LOG_TEXT)."""
+    """Serve the HTTP API (/v1, OpenAPI docs at /docs) and the web UI: the interactive consultation at /, any
+    method at /advanced, the DDXPlus differential at /ddx. Settings come from CLINRAG_* (CLINRAG_API_TOKEN,
+    CLINRAG_API_MAX_BODY_BYTES, CLINRAG_API_TIMEOUT_S, CLINRAG_API_LOG_TEXT)."""
     import uvicorn
 
     from clinrag.app.web.api import create_app

@@ -44,6 +44,7 @@ class PatientProfile(BaseModel):
 class RankedDiagnosis(BaseModel):
     name: str
     probability: float | None = Field(default=None, ge=0.0, le=1.0)
+    code: str | None = None  # ICD-10 code, where the knowledge gives one
 
 
 class Gold(BaseModel):

@@ -79,6 +79,9 @@ class Settings(BaseSettings):
     max_prompt_chars: int = Field(default=200_000, ge=1)
 
     # Embedded llama.cpp runtime
+    # Which llama.cpp runs the embedded model: the prebuilt `cyllama` wheel, llama-cpp-python compiled from
+    # source (scripts/install.sh --source-runtime), or auto: the wheel when installed, else the source build.
+    embedded_runtime: Literal["auto", "wheel", "source"] = "auto"
     embedded_n_ctx: int = Field(default=4096, ge=256)
     embedded_n_threads: int = Field(default=1, ge=1)
     embedded_repeat_penalty: float = Field(default=1.3, ge=1.0)
@@ -188,11 +191,6 @@ class Settings(BaseSettings):
     @property
     def mesh_index_path(self) -> Path:
         return self.home / "mesh" / "mesh.sqlite"
-
-    @property
-    def default_kb_path(self) -> Path:
-        """The knowledge base built from the packaged default sources."""
-        return self.home / "kb-default"
 
     @property
     def default_patients_path(self) -> Path:

@@ -55,17 +55,38 @@ def set_scores(predicted: Iterable[str], gold: Iterable[str], space: AnswerSpace
     return {"exact_set": float(pred == truth), "precision": precision, "recall": recall, "f1": f1}
 
 
-def gold_rank(ddx: Sequence[RankedDiagnosis], gold: str, space: AnswerSpace) -> int:
-    """1-based position of the gold diagnosis within the top 10, or 11 when it is not there."""
-    target = space.canonical(gold)
+def gold_rank(
+    ddx: Sequence[RankedDiagnosis],
+    gold: str,
+    space: AnswerSpace,
+    also: Sequence[str] = (),
+    code: str | None = None,
+) -> int:
+    """1-based position of the gold diagnosis within the top 10, or 11 when it is not there. A diagnosis is
+    the gold one when its name is the gold name or one of `also` (synonyms), or when its ICD-10 code and the
+    gold `code` are the same code or one's category holds the other (J18 and J18.9)."""
+    targets = {space.canonical(name) for name in (gold, *also)}
     for position, item in enumerate(ddx[:TOP_K], 1):
-        if space.canonical(item.name) == target:
+        if space.canonical(item.name) in targets or _same_code(item.code, code):
             return position
     return RANK_CAP
 
 
-def ddx_scores(ddx: Sequence[RankedDiagnosis], gold: str, space: AnswerSpace) -> dict[str, float]:
-    rank = gold_rank(ddx, gold, space)
+def _same_code(predicted: str | None, gold: str | None) -> bool:
+    if not predicted or not gold:
+        return False
+    a, b = (code.replace(".", "").upper() for code in (predicted, gold))
+    return a.startswith(b) or b.startswith(a)
+
+
+def ddx_scores(
+    ddx: Sequence[RankedDiagnosis],
+    gold: str,
+    space: AnswerSpace,
+    also: Sequence[str] = (),
+    code: str | None = None,
+) -> dict[str, float]:
+    rank = gold_rank(ddx, gold, space, also, code)
     scores = {f"gtpa@{k}": float(rank <= k) for k in GTPA_KS}
     scores["rank"] = float(rank)
     return scores
@@ -92,12 +113,16 @@ def score_case(case: Case, answer: Answer) -> tuple[dict[str, float], list[TurnS
         predicted = result.choice or (result.ddx[0].name if result.ddx else None)
         scores["accuracy"] = accuracy(predicted, gold.answer, space)
     if case.task in ("ddx", "diagnosis") and gold.answer is not None and (result.ddx or case.task == "ddx"):
-        scores.update(ddx_scores(result.ddx, gold.answer, space))
+        # Free-text cases name the gold diagnosis with synonyms and an ICD-10 code (`text-cases`).
+        also, code = gold.answers, case.meta.get("icd10")
+        scores.update(ddx_scores(result.ddx, gold.answer, space, also, code))
         turns = [
             TurnScore(
                 iteration=snap.iteration,
                 questions_asked=snap.questions_asked,
-                scores={name: ddx_scores(snap.ddx, gold.answer, space)[name] for name in TURN_METRICS},
+                scores={
+                    name: ddx_scores(snap.ddx, gold.answer, space, also, code)[name] for name in TURN_METRICS
+                },
             )
             for snap in result.ddx_history
         ]

@@ -29,6 +29,7 @@ from clinrag.eval.results import (
 )
 from clinrag.eval.stats import PairedStats
 from clinrag.eval.summary import summarize
+from clinrag.eval.validity import generator_notes
 
 REPORT_FILE = "report.md"
 # The metric shown in the bar chart and the derived win matrix: the first of these a dataset's runs share.
@@ -111,7 +112,7 @@ def _by_dataset(runs: list[_Run]) -> dict[str, list[_Run]]:
 
 
 def _dataset_section(dataset: str, runs: list[_Run], out_dir: Path, stem: str) -> list[str]:
-    lines = [f"## Dataset `{_cell(dataset)}`", "", *_runs_table(runs), ""]
+    lines = [f"## Dataset `{_cell(dataset)}`", "", *_runs_table(runs), "", *_validity_notes(runs)]
     partial = [run.label for run in runs if run.partial]
     if partial:
         lines += [
@@ -154,6 +155,23 @@ def _runs_table(runs: list[_Run]) -> list[str]:
         cells += [f"{s.tokens_per_case:.1f}", f"{s.wall_s:.1f}"]
         rows.append(cells)
     return _table(header, rows)
+
+
+def _validity_notes(runs: list[_Run]) -> list[str]:
+    """Footnotes for runs whose numbers the reader must not take at face value: a corpus that shares files
+    with the dataset, or knowledge that holds the table the dataset was generated from."""
+    notes = []
+    for run in runs:
+        if run.config.overlap:
+            notes.append(
+                f"`{run.label}`: its corpus holds the evaluated dataset's own files "
+                f"({', '.join(run.config.overlap)}; run with --allow-overlap). Each case's own record was "
+                "left out of retrieval, but the other cases of those files were retrievable."
+            )
+        notes += [f"`{run.label}`: {note}" for note in generator_notes(run.config)]
+    if not notes:
+        return []
+    return ["Validity notes:", "", *(f"- {_cell(note)}" for note in notes), ""]
 
 
 def _comparisons(runs: list[_Run]) -> list[tuple[_Run, _Run, Comparison | str]]:

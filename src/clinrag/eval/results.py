@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -31,7 +31,20 @@ PARTITIONS_DIR = "partitions"  # one results directory per partition of a partit
 JUDGE_METRIC = "judge_quality"
 
 
+class Corpus(BaseModel):
+    """A knowledge base or graph the method could retrieve from. `sources` are as given to `kb build` /
+    `graph build` (None: not recorded); `files` maps each source file's fingerprint to its source."""
+
+    kind: Literal["knowledge", "graph"]
+    location: str
+    sources: list[str] | None = None
+    files: dict[str, str] | None = None
+
+
 class RunConfig(BaseModel):
+    """What was run. `overlap` lists the corpus sources that are files of the evaluated dataset (allowed
+    only with `allow_overlap`; retrieval still leaves each case's own record out)."""
+
     dataset: str
     method: str
     method_params: dict[str, Any] = Field(default_factory=dict)
@@ -41,6 +54,9 @@ class RunConfig(BaseModel):
     case_ids: list[str]
     model: str = "none"
     created_at: str
+    corpora: list[Corpus] = Field(default_factory=list)
+    overlap: list[str] = Field(default_factory=list)
+    allow_overlap: bool = False
 
 
 class TurnScore(BaseModel):

@@ -3,7 +3,9 @@
 Each finished case is appended (fsync'd) to results.jsonl the moment it finishes, so a crash or a kill loses
 at most the cases in flight; running the same command again skips every case already in the file. The
 patient base a method may use is the dataset's records minus the sampled cases (leave-sample-out), so no
-case can retrieve itself.
+case can retrieve itself. Likewise for knowledge: the cases carry their provenance (`Case.meta`), which the
+methods' retrievers leave out, and a run whose corpus shares a file with the dataset is refused unless
+`allow_overlap` (see `clinrag.eval.validity`); run.json records the corpora and any overlap.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from clinrag.core.settings import Settings
 from clinrag.embed.base import Embedder
 from clinrag.eval.datasets import Dataset, load_dataset
 from clinrag.eval.metrics import score_case
-from clinrag.eval.results import CaseResult, RunConfig, RunDirectory, RunSummary
+from clinrag.eval.results import CaseResult, Corpus, RunConfig, RunDirectory, RunSummary
 from clinrag.eval.sampling import sample_cases
 from clinrag.eval.summary import summarize
+from clinrag.eval.validity import check_overlap, dataset_files, method_corpora
 from clinrag.llm.base import ChatModel
 from clinrag.methods.base import Method, MethodContext
 from clinrag.methods.registry import get_method
@@ -45,6 +48,8 @@ class RunRequest:
     seed: int = 0
     concurrency: int = 4
     params: dict[str, Any] = field(default_factory=dict)
+    # A corpus may share files with the dataset (each case's own record is still left out of retrieval).
+    allow_overlap: bool = False
 
 
 @dataclass
@@ -52,6 +57,8 @@ class PreparedRun:
     method: Method
     cases: list[Case]
     dataset: str  # the dataset's name
+    corpora: list[Corpus] = field(default_factory=list)
+    overlap: list[str] = field(default_factory=list)  # corpus sources that are files of the dataset
 
 
 @dataclass
@@ -126,7 +133,7 @@ class EvalRunner:
         method, cases = prepared.method, prepared.cases
         model_name = method.model.model if getattr(method, "model", None) is not None else "none"
         run_dir = RunDirectory(request.out)
-        config = self._config(request, prepared.dataset, cases, model_name)
+        config = self._config(request, prepared, model_name)
         self._prepare(run_dir, config)
         run_dir.merge_partitions([case.id for case in cases])  # what a crashed partitioned run finished
         done = {r.case_id for r in run_dir.results()}
@@ -141,13 +148,18 @@ class EvalRunner:
         return RunOutcome(summary=summary, skipped=len(cases) - len(todo), ran=len(todo))
 
     def prepare(self, request: RunRequest) -> PreparedRun:
-        """The method built for the run and the sampled cases (the same on the driver and every worker)."""
+        """The method built for the run and the sampled cases (the same on the driver and every worker); a
+        corpus that shares files with the dataset is an `InvalidInputError` unless `allow_overlap`."""
         spec = get_method(request.method)
         dataset = load_dataset(request.dataset, request.data_path, data_dir=self.settings.data_dir)
         cases = sample_cases(dataset.cases, request.limit, request.seed)
         if not cases:
             raise InvalidInputError(f"dataset {request.dataset!r} has no cases to evaluate")
-        return PreparedRun(spec.build(self._context(request, dataset, cases)), cases, dataset.name)
+        context = self._context(request, dataset, cases)
+        method = spec.build(context)
+        corpora = method_corpora(context)
+        overlap = check_overlap(corpora, dataset_files(dataset), allow=request.allow_overlap)
+        return PreparedRun(method, cases, dataset.name, corpora, overlap)
 
     def _context(self, request: RunRequest, dataset: Dataset, cases: list[Case]) -> MethodContext:
         return MethodContext(
@@ -160,17 +172,20 @@ class EvalRunner:
         )
 
     @staticmethod
-    def _config(request: RunRequest, dataset_name: str, cases: list[Case], model_name: str) -> RunConfig:
+    def _config(request: RunRequest, prepared: PreparedRun, model_name: str) -> RunConfig:
         return RunConfig(
-            dataset=dataset_name,
+            dataset=prepared.dataset,
             method=request.method,
             method_params=request.params,
             data_path=str(request.data_path or ""),
             limit=request.limit,
             seed=request.seed,
-            case_ids=[case.id for case in cases],
+            case_ids=[case.id for case in prepared.cases],
             model=model_name,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            corpora=prepared.corpora,
+            overlap=prepared.overlap,
+            allow_overlap=request.allow_overlap,
         )
 
     @staticmethod

@@ -1,9 +1,15 @@
 """The statement knowledge base: statements with ICD-10 chapter tags, a concept-constrained dense index
-(DoctorRAG eq. 1) and a BM25 index over the same statements, persisted together in one directory."""
+(DoctorRAG eq. 1) and a BM25 index over the same statements, persisted together in one directory.
+
+Each statement keeps the origin (source file fingerprint, record) it was derived from, and kb.json lists the
+fingerprints of the source files (`source_files`), so an evaluation can tell whether the base shares a file
+with its dataset and a search can leave out what a case was derived from (`exclude`). Format 1 bases, built
+before origins were recorded, still load; their `source_files` is None (unknown)."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -12,6 +18,7 @@ import numpy as np
 
 from clinrag.core.errors import DataFormatError, IndexMismatchError, InvalidInputError
 from clinrag.core.models import Evidence
+from clinrag.core.provenance import Origin
 from clinrag.embed.base import Embedder
 from clinrag.index.concept import ConceptIndex, Fallback
 from clinrag.index.fusion import rrf
@@ -24,7 +31,8 @@ from clinrag.knowledge.tagging import Tagger
 # concept: dense under the chapter constraint (eq. 1); hybrid: that fused with BM25 under the same constraint;
 # dense and lexical: unconstrained; rrf: unconstrained dense and BM25 fused by reciprocal rank (MedRAG).
 SearchMode = Literal["concept", "hybrid", "dense", "lexical", "rrf"]
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # format 1: no statement origins, no source_files
 INFO_FILE = "kb.json"
 STATEMENTS_FILE = "statements.jsonl"
 
@@ -68,6 +76,15 @@ class KnowledgeBase:
         self.lexical = lexical
         self.embedder = embedder
         self.info = info
+        self.directory: Path | None = None  # where it was loaded from
+        self._origin_counts = Counter(s.origin for s in statements if s.origin is not None)
+
+    @property
+    def source_files(self) -> dict[str, str] | None:
+        """Fingerprint → source of every file the statements were read from; None when the base predates
+        recorded origins (format 1), so what it holds is unknown."""
+        files = self.info.get("source_files")
+        return dict(files) if isinstance(files, dict) else None
 
     @classmethod
     def create(
@@ -115,7 +132,9 @@ class KnowledgeBase:
         lexical = LexicalIndex.load(directory / "lexical")
         if len(concept) != len(statements) or len(lexical) != len(statements):
             raise DataFormatError(f"{directory}: the indexes and the statement file disagree on the count")
-        return cls(statements, concept, lexical, embedder, info)
+        base = cls(statements, concept, lexical, embedder, info)
+        base.directory = Path(directory)
+        return base
 
     def search(
         self,
@@ -127,10 +146,13 @@ class KnowledgeBase:
         tagger: Tagger | None = None,
         fallback: Fallback = "none",
         vector: np.ndarray | None = None,
+        exclude: Collection[Origin] = (),
     ) -> KBSearch:
         """Top-k statements. `concept` (DoctorRAG eq. 1) and `hybrid` use the query's chapter tags: given,
         or from `tagger`; a query without tags gets the `fallback` policy, recorded in `record`. `vector` is
-        the query's embedding when the caller already has it (computed alongside the tags)."""
+        the query's embedding when the caller already has it (computed alongside the tags). Statements
+        derived from an origin in `exclude` (the evaluated case's own record) are never returned: the search
+        fetches k plus their number, then drops them, so k others are still returned when there are."""
         if not query.strip():
             raise InvalidInputError("the query is empty")
         tag_source: Literal["given", "tagger", "none"] = "given" if tags is not None else "none"
@@ -144,7 +166,32 @@ class KnowledgeBase:
                 "untagged_reason": tagging.untagged_reason,
             }
         query_tags = sorted(set(tags or []))
+        excluded = {origin for origin in exclude if origin in self._origin_counts}
+        fetch = k + sum(self._origin_counts[origin] for origin in excluded)
+        hits = self._hits(query, fetch, mode, query_tags, fallback, vector, record)
+        if excluded:
+            kept = [hit for hit in hits if self.statements[hit.id].origin not in excluded]
+            record["excluded"] = len(hits) - len(kept)
+            hits = kept
+        return KBSearch(
+            query=query,
+            mode=mode,
+            query_tags=query_tags,
+            tag_source=tag_source,
+            hits=[(self.statements[hit.id], hit.score) for hit in hits[:k]],
+            record=record,
+        )
 
+    def _hits(
+        self,
+        query: str,
+        k: int,
+        mode: SearchMode,
+        query_tags: list[int],
+        fallback: Fallback,
+        vector: np.ndarray | None,
+        record: dict[str, Any],
+    ) -> list[Hit]:
         hits: list[Hit]
         if mode == "lexical":
             hits = self.lexical.search(query, k)
@@ -167,14 +214,7 @@ class KnowledgeBase:
                     allowed = set(query_tags)
                     lexical = [h for h in lexical if allowed & set(self.statements[h.id].tags)]
                 hits = rrf([hits, lexical], limit=k)
-        return KBSearch(
-            query=query,
-            mode=mode,
-            query_tags=query_tags,
-            tag_source=tag_source,
-            hits=[(self.statements[hit.id], hit.score) for hit in hits],
-            record=record,
-        )
+        return hits
 
     def stats(self) -> dict[str, Any]:
         return statistics(self.info, list(self.statements.values()))
@@ -185,10 +225,10 @@ def read_info(directory: Path) -> dict[str, Any]:
     if not path.exists():
         raise DataFormatError(f"no knowledge base at {directory} (build one with `clinrag kb build`)")
     info = read_json(path)
-    if info.get("format_version") != FORMAT_VERSION:
+    if info.get("format_version") not in READABLE_VERSIONS:
         raise IndexMismatchError(
             f"{directory} has knowledge-base format {info.get('format_version')}, this clinrag reads "
-            f"{FORMAT_VERSION}: rebuild it"
+            f"{', '.join(map(str, READABLE_VERSIONS))}: rebuild it"
         )
     return info
 

@@ -79,10 +79,13 @@ class KnowledgeBaseBuilder:
         report.resumed_items = len(done)
 
         items: list[SourceItem] = []
+        source_files: dict[str, str] = {}
         for source in sources:
             reading = read_source(source)
-            items.extend(islice(reading, limit))
+            read = list(islice(reading, limit))
+            items.extend(read)
             report.sources[str(source)] = reading.report.summary()
+            source_files.update((item.origin.file, str(source)) for item in read if item.origin is not None)
         report.items = len(items)
         duplicates = [item_id for item_id, n in Counter(item.id for item in items).items() if n > 1]
         if duplicates:
@@ -117,6 +120,7 @@ class KnowledgeBaseBuilder:
         report.statements = len(statements)
         base = KnowledgeBase.create(statements, self.embedder, language=self.language, progress=progress)
         base.info["sources"] = dict(report.sources)
+        base.info["source_files"] = source_files
         base.save(out)
         checkpoint.unlink()
         report.seconds = round(time.perf_counter() - started, 1)
@@ -159,6 +163,7 @@ class KnowledgeBaseBuilder:
                         tags=tagging.tags,
                         source=item.source,
                         provenance={**provenance, **extra},
+                        origin=item.origin,
                     )
                 )
             yield item.id, result

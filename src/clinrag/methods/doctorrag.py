@@ -24,6 +24,7 @@ from pydantic import Field
 
 from clinrag.core.errors import AnswerParseError, InvalidInputError, StructuredOutputError
 from clinrag.core.models import Answer, Case, StructuredResult, Trace
+from clinrag.core.provenance import case_origins
 from clinrag.index.concept import Fallback
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.tagging import Tagger
@@ -152,6 +153,7 @@ class DoctorRAG(Method):
                     tags=tagging.tags if tagging is not None else None,
                     fallback=config.fallback,
                     vector=vector,
+                    exclude=case_origins(case),  # leave-case-out, as the patient search
                 )
                 context.statements = search.evidence()
                 step.output["knowledge"] = {

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from clinrag.core.errors import StructuredOutputError
 from clinrag.core.models import Answer, Case, Evidence
+from clinrag.core.provenance import case_origins
 from clinrag.knowledge.base import SearchMode
 from clinrag.llm.base import ChatModel, ChatRequest
 from clinrag.llm.structured import parse_structured
@@ -138,7 +139,12 @@ class IMedRAGMethod(Method):
             results = await asyncio.gather(
                 *(
                     answer_query(
-                        self.model, self.retriever, query, answer, max_tokens=self.config.answer_tokens
+                        self.model,
+                        self.retriever,
+                        query,
+                        answer,
+                        max_tokens=self.config.answer_tokens,
+                        exclude=case_origins(case),
                     )
                     for query in queries
                 )

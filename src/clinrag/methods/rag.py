@@ -4,18 +4,21 @@ concept-constrained `concept` / `hybrid`), put them before the question, answer.
 
 The corpus is any knowledge base (`clinrag kb build`; a document corpus is built with `--no-rewrite` so its
 chunks stay as written). The retrieval query is the question with its options, as in MedRAG. A retrieval that
-finds nothing is answered without documents, and the trace says so. `DocumentRetriever` and `answer_query`
-are also i-MedRAG's per-query RAG."""
+finds nothing is answered without documents, and the trace says so. Documents derived from the case's own
+record (its `Case.meta["provenance"]`) are never retrieved. `DocumentRetriever` and `answer_query` are also
+i-MedRAG's per-query RAG."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case, Evidence
+from clinrag.core.provenance import Origin, case_origins
 from clinrag.knowledge.base import KnowledgeBase, SearchMode
 from clinrag.knowledge.tagging import Tagger
 from clinrag.llm.base import ChatModel, ChatRequest
@@ -61,13 +64,16 @@ class DocumentRetriever:
         self.retriever = retriever
         self.tagger = tagger
 
-    def retrieve(self, query: str) -> tuple[list[Evidence], dict[str, Any]]:
-        search = self.corpus.search(query, k=self.k, mode=self.retriever, tagger=self.tagger)
+    def retrieve(self, query: str, exclude: Collection[Origin] = ()) -> tuple[list[Evidence], dict[str, Any]]:
+        """The top-k documents, none derived from an origin in `exclude` (the case being answered)."""
+        search = self.corpus.search(query, k=self.k, mode=self.retriever, tagger=self.tagger, exclude=exclude)
         record = {"retriever": self.retriever, "query_tags": search.query_tags, **search.record}
         return search.evidence(), record
 
-    async def aretrieve(self, query: str) -> tuple[list[Evidence], dict[str, Any]]:
-        return await asyncio.to_thread(self.retrieve, query)
+    async def aretrieve(
+        self, query: str, exclude: Collection[Origin] = ()
+    ) -> tuple[list[Evidence], dict[str, Any]]:
+        return await asyncio.to_thread(self.retrieve, query, exclude)
 
 
 def render_documents(documents: list[Evidence]) -> str:
@@ -75,12 +81,18 @@ def render_documents(documents: list[Evidence]) -> str:
 
 
 async def answer_query(
-    model: ChatModel, retriever: DocumentRetriever, query: str, ledger: Ledger, *, max_tokens: int
+    model: ChatModel,
+    retriever: DocumentRetriever,
+    query: str,
+    ledger: Ledger,
+    *,
+    max_tokens: int,
+    exclude: Collection[Origin] = (),
 ) -> tuple[str, list[Evidence]]:
-    """A short answer to one query from the documents retrieved for it; when nothing is retrieved the answer
-    says so, without a model call."""
+    """A short answer to one query from the documents retrieved for it (none derived from `exclude`); when
+    nothing is retrieved the answer says so, without a model call."""
     with ledger.trace.step("query", query=query) as step:
-        documents, record = await retriever.aretrieve(query)
+        documents, record = await retriever.aretrieve(query, exclude)
         step.output = {"retrieval": record, "documents": [item.id for item in documents]}
         if not documents:
             step.output["answer"] = NOTHING_FOUND
@@ -111,7 +123,7 @@ class RAGMethod(Method):
     async def aanswer(self, case: Case) -> Answer:
         answer = Answer(case_id=case.id, method=self.name)
         with answer.trace.step("retrieve", k=self.config.k) as step:
-            documents, record = await self.retriever.aretrieve(retrieval_query(case))
+            documents, record = await self.retriever.aretrieve(retrieval_query(case), case_origins(case))
             step.output = {**record, "documents": [item.id for item in documents]}
             if not documents:
                 step.output["note"] = NOTHING_FOUND

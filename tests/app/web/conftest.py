@@ -31,6 +31,11 @@ CASE = (
     "and back. They are not itchy. What is it and what should we do?"
 )
 CHEAP = {"refine_iterations": 0}  # DoctorRAG without Med-TextGrad: one model call
+# The README's consultation example: in the patient's words, no question asked.
+EXAMPLE = (
+    "I am 45 and have had a fever, a productive cough and pain on the right side of my chest when I breathe "
+    "for three days."
+)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The HTTP API over real HTTP on loopback: consultations with evidence that resolves, progress streamed as
-server-sent events, interactive differential sessions answered from a real DDXPlus patient's profile, and
-bad input refused with clear 4xx errors."""
+server-sent events, interactive consultations over the disease knowledge, interactive differential sessions
+answered from a real DDXPlus patient's profile, and bad input refused with clear 4xx errors."""
 
 from __future__ import annotations
 
@@ -15,11 +15,23 @@ from clinrag.app.serve_commands import is_loopback
 from clinrag.eval.sampling import sample_cases
 from clinrag.methods.meddx.structured_patient import StructuredPatient, evidence_catalogue
 from tests.app.test_cli import run_cli
-from tests.app.web.conftest import CASE, CHEAP
+from tests.app.web.conftest import CASE, CHEAP, EXAMPLE, LiveServer
 
 
 def consult(url: str, **body) -> httpx.Response:
     return httpx.post(f"{url}/v1/consult", json={"method": "doctorrag", "text": CASE, **body}, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def consult_ready(live) -> LiveServer:
+    """The live server with its `consult` method built once for the module: the disease model is built into
+    the session's clinrag home, where `clinrag serve` in the browser tests finds it too."""
+    live.consult.method("consult", {})
+    return live
+
+
+def top_three(report: dict) -> list[str]:
+    return [d["name"] for d in report["differential"][:3]]
 
 
 def test_health_names_the_methods(live) -> None:
@@ -87,6 +99,100 @@ def test_an_interactive_differential_reaches_the_patients_diagnosis(live, ddxplu
     assert ended.status_code == 422 and "ended" in ended.json()["error"]
 
 
+def test_the_default_method_is_the_grounded_consultation(consult_ready) -> None:
+    url = consult_ready.url
+    response = httpx.post(f"{url}/v1/consult", json={"text": EXAMPLE}, timeout=600)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["method"] == "consult" and answer["error"] is None
+    assert {"Pneumonia", "Acute Bronchitis"} & set(top_three(answer["details"]))
+    assert answer["result"]["ddx"][0]["name"] == answer["details"]["differential"][0]["name"]
+    cited = {i for s in answer["details"]["sentences"] for i in s["evidence"]}
+    assert cited and cited <= {e["id"] for e in answer["evidence"]}
+    with httpx.stream("POST", f"{url}/v1/consult/stream", json={"text": EXAMPLE}, timeout=600) as stream:
+        last = [line for line in stream.iter_lines() if line.startswith("data: ")][-1]
+    assert json.loads(last.removeprefix("data: "))["method"] == "consult"
+
+
+def test_a_consultation_session_asks_refines_and_does_not_ask_again(consult_ready) -> None:
+    url = consult_ready.url
+    start = httpx.post(f"{url}/v1/consult/sessions", json={"text": EXAMPLE, "language": "en"}, timeout=600)
+    assert start.status_code == 201, start.text
+    state = start.json()
+    report, session = state["report"], state["session_id"]
+    assert {f["name"]: f["status"] for f in report["findings"]} == {
+        "fever": "present",
+        "productive cough": "present",
+        "pleuritic chest pain": "present",
+    }
+    assert report["age"] == 45 and report["duration"] == "for 3 days" and not report["abstained"]
+    assert {"Pneumonia", "Acute Bronchitis"} & set(top_three(report))
+    assert report["questions"] and report["next_steps"] and state["text"].strip() and state["answered"] == []
+    question = report["questions"][0]
+    answered = httpx.post(
+        f"{url}/v1/consult/sessions/{session}/answer", json={"concept": question["concept"], "answer": "yes"}
+    )
+    assert answered.status_code == 200, answered.text
+    after = answered.json()
+    assert after["answered"] == [{"concept": question["concept"], "answer": "yes"}]
+    new = after["report"]
+    assert question["concept"] not in {q["concept"] for q in new["questions"]}
+    finding = next(f for f in new["findings"] if f["concept"] == question["concept"])
+    assert finding["status"] == "present" and finding["text"] == "" and finding["name"] == question["finding"]
+
+    def ranked(r: dict) -> list[tuple[str, float]]:
+        return [(d["name"], round(d["probability"], 6)) for d in r["differential"]]
+
+    assert ranked(new) != ranked(report)
+    assert httpx.get(f"{url}/v1/consult/sessions/{session}").json() == after
+    for item in after["evidence"][:20]:
+        resolved = httpx.get(f"{url}/v1/evidence/{quote(item['id'], safe='')}")
+        assert resolved.status_code == 200 and resolved.json() == item
+    doubt = new["questions"][0]["concept"]
+    unsure = httpx.post(
+        f"{url}/v1/consult/sessions/{session}/answer", json={"concept": doubt, "answer": "unknown"}
+    )
+    assert unsure.json()["answered"][-1] == {"concept": doubt, "answer": "unknown"}
+    statuses = {f["concept"]: f["status"] for f in unsure.json()["report"]["findings"]}
+    assert statuses[doubt] == "uncertain" and doubt not in {
+        q["concept"] for q in unsure.json()["report"]["questions"]
+    }
+
+
+def test_a_consultation_that_understands_nothing_abstains(consult_ready) -> None:
+    state = httpx.post(
+        f"{consult_ready.url}/v1/consult/sessions", json={"text": "qwzx vbnm"}, timeout=600
+    ).json()
+    report = state["report"]
+    assert report["abstained"] and report["abstention_reason"] == "no finding was understood"
+    assert report["findings"] == [] and report["differential"] == [] and report["questions"] == []
+
+
+def test_consultation_sessions_refuse_bad_input(consult_ready) -> None:
+    url = consult_ready.url
+    session = httpx.post(f"{url}/v1/consult/sessions", json={"text": EXAMPLE}, timeout=600).json()[
+        "session_id"
+    ]
+    answer = f"{url}/v1/consult/sessions/{session}/answer"
+    invalid = httpx.post(answer, json={"concept": "hpo:HP:9999999", "answer": "yes"})
+    assert invalid.status_code == 422 and "unknown concept 'hpo:HP:9999999'" in invalid.json()["error"]
+    maybe = httpx.post(answer, json={"concept": "hpo:HP:0001945", "answer": "maybe"})
+    assert maybe.status_code == 422 and "body.answer" in maybe.json()["error"]
+    for missing in (
+        httpx.get(f"{url}/v1/consult/sessions/nope"),
+        httpx.post(
+            f"{url}/v1/consult/sessions/nope/answer", json={"concept": "hpo:HP:0001945", "answer": "no"}
+        ),
+    ):
+        assert missing.status_code == 404 and "no session 'nope'" in missing.json()["error"]
+    empty = httpx.post(f"{url}/v1/consult/sessions", json={"text": ""})
+    assert empty.status_code == 422 and "body.text" in empty.json()["error"]
+    bad_params = httpx.post(f"{url}/v1/consult/sessions", json={"text": EXAMPLE, "params": {"questions": 99}})
+    assert bad_params.status_code == 422 and "invalid consult parameters" in bad_params.json()["error"]
+    no_data = {"text": EXAMPLE, "params": {"knowledge": "ddxplus:/nonexistent"}}
+    assert httpx.post(f"{url}/v1/consult/sessions", json=no_data, timeout=600).status_code == 422
+
+
 def test_ddx_sessions_start_from_words_and_refuse_bad_answers(live) -> None:
     state = httpx.post(f"{live.url}/v1/ddx/sessions", json={"complaint": "I have been coughing"}).json()
     assert state["dialogue"][0] == {"question": "Do you have a cough?", "answer": "Yes"}
@@ -141,7 +247,9 @@ def test_token_body_limit_and_timeout(secured) -> None:
     streamed = httpx.post(url, content=chunks(), headers={**auth, "content-type": "application/json"})
     assert streamed.status_code == 413
     slow = httpx.post(
-        url, json={"text": CASE + " (timeout test)", "params": {"refine_iterations": 1}}, headers=auth
+        url,
+        json={"method": "doctorrag", "text": CASE + " (timeout test)", "params": {"refine_iterations": 1}},
+        headers=auth,
     )
     assert slow.status_code == 504 and "longer than 0.5 s" in slow.json()["error"]
     assert httpx.get(f"{secured.url}/healthz").status_code == 200  # health needs no token

@@ -3,7 +3,8 @@
 
 Consultations are pinned to `knn-vote` (no model: similar patients by embedding), so the fuzzer explores
 the request space instead of waiting minutes on the embedded model per generated text; the model-backed
-paths are exercised by test_api.py."""
+paths are exercised by test_api.py. Consultation sessions need no model: they are fuzzed as generated (the
+disease model is built by the first one)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ OPERATIONS = [
     "GET /healthz",
     "POST /v1/consult",
     "POST /v1/consult/stream",
+    "POST /v1/consult/sessions",
+    "GET /v1/consult/sessions/{session_id}",
+    "POST /v1/consult/sessions/{session_id}/answer",
     "POST /v1/ddx/sessions",
     "GET /v1/ddx/sessions/{session_id}",
     "POST /v1/ddx/sessions/{session_id}/answer",
@@ -40,7 +44,7 @@ def test_no_generated_request_gets_a_server_error(operations, name) -> None:
     @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(case=operations[name].as_strategy())
     def run(case) -> None:
-        if isinstance(case.body, dict) and name.startswith("POST /v1/consult"):
+        if isinstance(case.body, dict) and name in ("POST /v1/consult", "POST /v1/consult/stream"):
             case.body["method"] = FAST_METHOD
         response = case.call(timeout=120)
         statuses.append(response.status_code)

@@ -1,8 +1,9 @@
 """The web UI in a real headless browser: Debian's chromium driven by Playwright against `clinrag serve`
 running as a subprocess.
-A consultation shows an answer with expandable evidence and the trace as a timeline; an interactive
-differential runs to its end, its differential updating after each answer. Screenshots are kept in the
-test artifacts folder."""
+The consultation page reads the patient's words into findings and a differential, and redraws everything
+when a question is answered; the advanced page answers with any method, with expandable evidence and the
+trace as a timeline; an interactive differential runs to its end, its differential updating after each
+answer. Screenshots are kept in the test artifacts folder."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.app.web.conftest import CASE
+from tests.app.web.conftest import CASE, EXAMPLE
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = [
@@ -45,8 +47,64 @@ def page(browser):
     opened.close()
 
 
+@pytest.fixture(scope="module")
+def consult_served(served) -> str:
+    """`clinrag serve` with its `consult` method built once for the module (a first session builds the
+    disease model in the session's clinrag home, unless the API tests already did)."""
+    response = httpx.post(f"{served}/v1/consult/sessions", json={"text": EXAMPLE}, timeout=600)
+    assert response.status_code == 201, response.text
+    return served
+
+
+def test_consultation_page_shows_the_reasoning_and_redraws_after_an_answer(
+    consult_served, page, artifacts_dir
+) -> None:
+    page.goto(f"{consult_served}/")
+    page.fill("#text", EXAMPLE)
+    page.click("#ask")
+    page.wait_for_selector(".consultation[data-answered='0']", timeout=600_000)
+    assert page.locator(".finding .name").all_inner_texts() == [
+        "fever",
+        "productive cough",
+        "pleuritic chest pain",
+    ]
+    assert page.locator(".finding-present q").first.inner_text() == "fever"
+    top = page.locator(".ddx-list .diagnosis-name").all_inner_texts()[:3]
+    assert {"Pneumonia", "Acute Bronchitis"} & set(top)
+    assert "fever" in page.locator(".ddx-list .diagnosis").first.locator(".supporting").inner_text()
+    assert page.locator(".step-drug li").count() >= 1 and "only a doctor decides" in page.inner_text(
+        ".framing"
+    )
+    cite = page.locator(".sentence .cite").first
+    assert not cite.evaluate("d => d.open")
+    cite.locator("summary").click()
+    assert cite.evaluate("d => d.open") and cite.locator(".cite-text").inner_text().strip()
+    page.screenshot(path=str(artifacts_dir / "consultation.png"), full_page=True)
+
+    first = page.locator("form.question").first
+    concept = first.get_attribute("data-concept")
+    before = page.locator(".ddx-list .diagnosis").all_inner_texts()
+    first.locator(".answer-yes").click()
+    page.wait_for_selector(".consultation[data-answered='1']")
+    answered = page.locator(f".finding[data-concept='{concept}']")
+    assert answered.count() == 1 and "finding-present" in answered.get_attribute("class")
+    assert "(answered)" in answered.inner_text()
+    assert concept not in [q.get_attribute("data-concept") for q in page.locator("form.question").all()]
+    assert page.locator(".ddx-list .diagnosis").all_inner_texts() != before
+    page.screenshot(path=str(artifacts_dir / "consultation-answered.png"), full_page=True)
+
+
+def test_a_consultation_that_understands_nothing_says_so(consult_served, page) -> None:
+    page.goto(f"{consult_served}/")
+    page.fill("#text", "qwzx vbnm")
+    page.click("#ask")
+    page.wait_for_selector(".abstention")
+    assert "no finding was understood" in page.inner_text(".abstention")
+    assert page.locator(".ddx-list").count() == 0
+
+
 def test_consultation_shows_the_answer_with_expandable_evidence(served, page, artifacts_dir) -> None:
-    page.goto(f"{served}/")
+    page.goto(f"{served}/advanced")
     page.fill("#text", CASE)
     page.select_option("#method", "doctorrag")
     page.fill("#params", '{"refine_iterations": 0}')

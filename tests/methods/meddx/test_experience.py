@@ -3,6 +3,12 @@ rest of the mini release as the patient base."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from clinrag.core.errors import InvalidInputError
@@ -10,7 +16,9 @@ from clinrag.core.settings import Settings
 from clinrag.eval.metrics import score_case
 from clinrag.eval.sampling import sample_cases
 from clinrag.methods.base import MethodContext
-from clinrag.methods.meddx.experience import SPEC
+from clinrag.methods.meddx.experience import SPEC, ExperienceConfig
+from clinrag.methods.meddx.experience_policy import ExperienceModel
+from clinrag.methods.meddx.interactive import InteractiveDdx
 from clinrag.methods.meddx.structured_patient import StructuredPatient, evidence_catalogue
 
 
@@ -102,3 +110,67 @@ def test_min_questions_delays_a_confident_stop(ddxplus_interactive, held_out) ->
     for case in held_out[:5]:
         stop = method.answer(case).trace.steps[-1]
         assert stop.input["questions"] >= 4
+
+
+def _expected_entropy_by_hand(model, weights, column: int) -> float:
+    """The expected posterior entropy of asking one evidence, patient by patient (no vectorisation)."""
+    signatures = sorted(set(model._signatures[column].values()))
+    rows = []
+    for g in signatures:
+        same = np.where(model.answers[:, column] == g, 1.0, model.mismatch)
+        share = [
+            np.mean(model.answers[model.diagnosis == d, column] == g) for d in range(len(model.diagnoses))
+        ]
+        rows.append(same * np.maximum(np.array(share), model.unseen)[model.diagnosis])
+    predictive = np.array(rows) / np.array(rows).sum(axis=0)  # answers × patients
+    joint = np.array([np.bincount(model.diagnosis, weights=row * weights) for row in predictive])
+    mass = joint.sum(axis=1)
+    p = joint / mass[:, None]
+    entropy = -(np.where(p > 0, p * np.log(np.where(p > 0, p, 1)), 0)).sum(axis=1)
+    return float((mass * entropy).sum() / mass.sum())
+
+
+def test_next_question_is_the_minimum_expected_entropy(ddxplus_interactive, held_out) -> None:
+    base = ddxplus_interactive.experience([c.id for c in held_out])
+    model = ExperienceModel(base, ddxplus_interactive.labels, mismatch=0.1, unseen=1e-3)
+    weights = model.update(model.prior("F"), "E_201", True, frozenset())
+    choice = model.next_question(weights, {"E_201"})
+    by_hand = {
+        e: _expected_entropy_by_hand(model, weights, c) for c, e in enumerate(model.evidences) if e != "E_201"
+    }
+    assert choice is not None
+    assert choice.evidence == min(by_hand, key=by_hand.__getitem__)
+    assert choice.expected_entropy == pytest.approx(by_hand[choice.evidence], rel=1e-9)
+
+
+def test_interactive_sessions_follow_the_same_policy(ddxplus_interactive, held_out) -> None:
+    method = _method(ddxplus_interactive, held_out, use_age=False)
+    config = ExperienceConfig(use_age=False)
+    catalogue = evidence_catalogue(held_out[0].meta["evidence_catalogue"])
+    interactive = InteractiveDdx(method.experience, catalogue, config)
+    for case in held_out[:5]:
+        answer = method.answer(case)
+        patient = StructuredPatient(case, catalogue)
+        session = interactive.start(case.patient.demographics.sex, patient.initial().evidence)
+        asked = []
+        while not session.done:
+            reply = patient.ask(session.question.evidence)
+            asked.append(reply.evidence)
+            interactive.answer(session, "yes" if reply.present else "no", sorted(reply.values))
+        assert asked == [s.input["evidence"] for s in answer.trace.steps if s.name == "ask"]
+        assert session.stop_reason == answer.trace.steps[-1].output["reason"]
+        assert [d.name for d in interactive.differential(session)] == [d.name for d in answer.result.ddx]
+
+
+def test_tuning_script_keeps_dev_and_eval_apart(data_dir) -> None:
+    script = Path(__file__).parents[3] / "benchmarks" / "tune_experience.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--data", str(data_dir / "ddxplus"), "--quick", "--dev-size", "20"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["dev_eval_disjoint"] is True
+    assert report["eval_sample"] == {"limit": 200, "seed": 0, "cases": 200}
+    assert set(report["chosen"]) >= {"mismatch", "unseen", "other_sex", "confidence", "max_questions"}

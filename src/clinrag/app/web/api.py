@@ -23,13 +23,17 @@ from fastapi.staticfiles import StaticFiles
 from clinrag.app.web.handlers import (
     ERRORS,
     answer_request,
+    consult_view,
     error_body,
     error_status,
     find_session,
     session_view,
 )
 from clinrag.app.web.schemas import (
+    ConsultReply,
     ConsultRequest,
+    ConsultSessionOut,
+    ConsultStart,
     DdxAnswer,
     DdxSessionOut,
     DdxStart,
@@ -37,7 +41,7 @@ from clinrag.app.web.schemas import (
     Health,
 )
 from clinrag.app.web.security import BodyLimit, check_token
-from clinrag.app.web.services import ConsultService, DdxService
+from clinrag.app.web.services import ConsultService, ConsultSessions, DdxService
 from clinrag.app.web.ui import mount_ui
 from clinrag.core.errors import (
     ClinragError,
@@ -56,7 +60,8 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
         redoc_url=None,
     )
     app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
-    app.state.consult, app.state.ddx = consult, ddx
+    sessions = ConsultSessions(consult)
+    app.state.consult, app.state.sessions, app.state.ddx = consult, sessions, ddx
 
     def authorized(request: Request) -> None:
         check_token(request, token)
@@ -100,6 +105,38 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
         then one `answer` (or `error`) event."""
         await asyncio.to_thread(consult.method, body.method, body.params)  # invalid → 422 before streaming
         return StreamingResponse(_events(body), media_type="text/event-stream")
+
+    @app.post(
+        "/v1/consult/sessions",
+        response_model=ConsultSessionOut,
+        status_code=201,
+        responses=ERRORS,
+        dependencies=[Depends(authorized)],
+    )
+    async def consult_session_start(body: ConsultStart) -> ConsultSessionOut:
+        """Start an interactive consultation from the patient's words (the `consult` method, no model): the
+        reply holds the findings, the differential, the next questions (with their concept ids), the next
+        steps and the composed answer."""
+        session_id, session = await asyncio.to_thread(sessions.start, body.text, body.language, body.params)
+        return await asyncio.to_thread(consult_view, consult, session_id, session)
+
+    @app.get("/v1/consult/sessions/{session_id}", response_model=ConsultSessionOut, responses=ERRORS)
+    async def consult_session_get(session_id: str, _: None = Depends(authorized)) -> ConsultSessionOut:
+        session = find_session(sessions, session_id)
+        return await asyncio.to_thread(consult_view, consult, session_id, session)
+
+    @app.post(
+        "/v1/consult/sessions/{session_id}/answer",
+        response_model=ConsultSessionOut,
+        responses=ERRORS,
+        dependencies=[Depends(authorized)],
+    )
+    async def consult_session_answer(session_id: str, body: ConsultReply) -> ConsultSessionOut:
+        """Answer a question about a finding (yes / no / unknown); the reply is the updated consultation, in
+        which that finding is no longer asked about."""
+        session = find_session(sessions, session_id)
+        sessions.answer(session, body.concept, body.answer)
+        return await asyncio.to_thread(consult_view, consult, session_id, session)
 
     @app.post(
         "/v1/ddx/sessions",

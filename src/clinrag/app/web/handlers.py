@@ -1,5 +1,5 @@
-"""What the JSON API and the web pages share: answering a consultation request, the view of an interactive
-session, and the HTTP status of each kind of error."""
+"""What the JSON API and the web pages share: answering a consultation request, the views of interactive
+consultations and differentials, and the HTTP status of each kind of error."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from fastapi import HTTPException
 from pydantic import ValidationError
 
 from clinrag.app.web.schemas import (
+    ConsultExchange,
     ConsultRequest,
+    ConsultSessionOut,
     DdxChoice,
     DdxExchangeOut,
     DdxQuestionOut,
@@ -21,16 +23,18 @@ from clinrag.app.web.schemas import (
     ErrorOut,
 )
 from clinrag.app.web.security import Unauthorized
-from clinrag.app.web.services import ConsultService, DdxService
+from clinrag.app.web.services import ANSWER_STATUS, ConsultService, ConsultSession, DdxService
 from clinrag.core.errors import (
     ClinragError,
     ConfigError,
+    DataFormatError,
     GraphUnavailableError,
     InvalidInputError,
     ModelRequestError,
     ModelUnavailableError,
 )
 from clinrag.core.models import Answer, Case
+from clinrag.methods.consult.report import ConsultationReport
 from clinrag.methods.meddx.interactive import DdxSession
 
 log = logging.getLogger("clinrag.api")
@@ -43,6 +47,7 @@ ERRORS = {
 STATUS = {
     Unauthorized: 401,
     InvalidInputError: 422,
+    DataFormatError: 422,  # data a request named (a knowledge or patients path) is not in the expected form
     ModelUnavailableError: 503,
     GraphUnavailableError: 503,
     ConfigError: 503,
@@ -96,11 +101,32 @@ async def answer_request(consult: ConsultService, body: ConsultRequest) -> Answe
         )  # fmt: skip
 
 
-def find_session(service: DdxService, session_id: str) -> DdxSession:
+S = TypeVar("S", covariant=True)
+REPLIES = {status: reply for reply, status in ANSWER_STATUS.items()}
+
+
+class Sessions(Protocol[S]):
+    def get(self, session_id: str) -> S: ...
+
+
+def find_session(service: Sessions[S], session_id: str) -> S:
     try:
         return service.get(session_id)
     except KeyError:
         raise HTTPException(404, f"no session {session_id!r} (sessions are kept in memory)") from None
+
+
+def consult_view(consult: ConsultService, session_id: str, session: ConsultSession) -> ConsultSessionOut:
+    """The session's consultation as it stands; its evidence is kept so /v1/evidence resolves the ids."""
+    answer = session.answer()
+    consult.remember(answer)
+    return ConsultSessionOut(
+        session_id=session_id,
+        report=ConsultationReport.model_validate(answer.details),
+        text=answer.text,
+        evidence=answer.evidence,
+        answered=[ConsultExchange(concept=c, answer=REPLIES[status]) for c, status in session.state.answered],
+    )
 
 
 def session_view(service: DdxService, session_id: str, session: DdxSession) -> DdxSessionOut:

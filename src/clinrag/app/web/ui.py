@@ -1,9 +1,10 @@
 """The web UI: Jinja2 pages that talk to the server with HTMX (a local file, no CDN).
 
-`/` is the consultation page (the answer, every evidence item expandable, the method's trace as a
-timeline); `/ddx` the interactive differential (the system asks, the person answers, the differential and
-its probabilities update after each answer). The UI posts forms to /ui/…, which answer with HTML fragments;
-an error is shown in the page, not as an HTTP failure."""
+`/` is the consultation (the patient's words → findings, the differential with what supports each diagnosis,
+the next questions answered yes / no / don't know through a session, next steps, the answer with every cited
+evidence id expandable); `/advanced` answers with any method (every evidence item expandable, the method's
+trace as a timeline); `/ddx` the interactive DDXPlus differential. The UI posts forms to /ui/…, which answer
+with HTML fragments; an error is shown in the page, not as an HTTP failure."""
 
 from __future__ import annotations
 
@@ -21,12 +22,15 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 
-from clinrag.app.web.handlers import answer_request, error_status, session_view
-from clinrag.app.web.schemas import ConsultRequest
+from clinrag.app.web.handlers import answer_request, consult_view, error_status, session_view
+from clinrag.app.web.schemas import ConsultReply, ConsultRequest, ConsultSessionOut, ConsultStart
 from clinrag.core.errors import ClinragError
+from clinrag.methods.consult.report import NextStep
 
 HERE = Path(__file__).parent
 HTMX_FILE = "htmx.min.js"
+LANGUAGES = (("en", "English"), ("fr", "Français"), ("zh", "中文"))
+STEP_TITLES = (("test", "Tests"), ("drug", "Medicines"), ("care", "Care"))
 
 
 def htmx_folder(configured: Path | None) -> Path:
@@ -57,11 +61,21 @@ def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
             return JSONResponse({"error": message}, status_code=404)
         return FileResponse(path, media_type="text/javascript")
 
+    def consultation(request: Request, view: ConsultSessionOut) -> HTMLResponse:
+        evidence = {item.id: item for item in view.evidence}
+        steps = step_groups(view.report.next_steps)
+        return page(request, "consultation.html", view=view, evidence=evidence, steps=steps)
+
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def consult_page(request: Request) -> HTMLResponse:
+        return page(request, "consult.html", languages=LANGUAGES)
+
+    @app.get("/advanced", response_class=HTMLResponse, include_in_schema=False)
+    async def advanced_page(request: Request) -> HTMLResponse:
         from clinrag.methods.registry import method_names
 
-        return page(request, "consult.html", methods=method_names(), default_method="doctorrag")
+        default = ConsultRequest.model_fields["method"].default
+        return page(request, "advanced.html", methods=method_names(), default_method=default)
 
     @app.get("/ddx", response_class=HTMLResponse, include_in_schema=False)
     async def ddx_page(request: Request) -> HTMLResponse:
@@ -73,15 +87,45 @@ def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
         try:
             params = json.loads(form.get("params") or "{}")
             body = ConsultRequest(
-                method=form.get("method", "doctorrag"),
                 text=form.get("text", ""),
                 task=form.get("task") or "free_text",
                 params=params,
+                **({"method": form["method"]} if form.get("method") else {}),
             )
             answer = await answer_request(consult, body)
         except (ClinragError, ValidationError, json.JSONDecodeError) as exc:
             return page(request, "error.html", message=_message(exc), status=_status(exc))
         return page(request, "answer.html", answer=answer)
+
+    @app.post("/ui/consult/sessions", response_class=HTMLResponse, include_in_schema=False)
+    async def consult_session_start(request: Request, _: None = Depends(authorized)) -> HTMLResponse:
+        form = await _form(request)
+        sessions = app.state.sessions
+        try:
+            body = ConsultStart(text=form.get("text", ""), language=form.get("language") or "en")
+            session_id, session = await asyncio.to_thread(sessions.start, body.text, body.language, {})
+            view = await asyncio.to_thread(consult_view, consult, session_id, session)
+        except (ClinragError, ValidationError) as exc:
+            return page(request, "error.html", message=_message(exc), status=_status(exc))
+        return consultation(request, view)
+
+    @app.post("/ui/consult/sessions/{session_id}/answer", include_in_schema=False)
+    async def consult_session_answer(
+        session_id: str, request: Request, _: None = Depends(authorized)
+    ) -> HTMLResponse:
+        form = await _form(request)
+        sessions = app.state.sessions
+        try:
+            session = sessions.get(session_id)
+            reply = ConsultReply(concept=form.get("concept", ""), answer=form.get("answer") or "unknown")
+            sessions.answer(session, reply.concept, reply.answer)
+            view = await asyncio.to_thread(consult_view, consult, session_id, session)
+        except KeyError:
+            message = f"no session {session_id} (it may have expired): start the consultation again"
+            return page(request, "error.html", message=message, status=404)
+        except (ClinragError, ValidationError) as exc:
+            return page(request, "error.html", message=_message(exc), status=_status(exc))
+        return consultation(request, view)
 
     @app.post("/ui/ddx", response_class=HTMLResponse, include_in_schema=False)
     async def ddx_start(request: Request, _: None = Depends(authorized)) -> HTMLResponse:
@@ -112,6 +156,19 @@ def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
         except ClinragError as exc:
             return page(request, "error.html", message=_message(exc), status=_status(exc))
         return page(request, "ddx_session.html", view=session_view(service, session_id, session))
+
+
+def step_groups(steps: list[NextStep]) -> list[tuple[str, str, list[tuple[str, list[str]]]]]:
+    """The next steps by kind (tests, medicines, care), each named once with the diagnoses it is for."""
+    groups = []
+    for kind, title in STEP_TITLES:
+        named: dict[str, list[str]] = {}
+        for step in steps:
+            if step.kind == kind:
+                named.setdefault(step.name, []).append(step.diagnosis)
+        if named:
+            groups.append((kind, title, list(named.items())))
+    return groups
 
 
 async def _form(request: Request) -> dict[str, str]:

@@ -4,7 +4,9 @@ vignettes of MediQ's MedQA dev split, when that file lies beside the test file.
 The record models of `clinrag.knowledge.readers` validate each record; these loaders keep what the corpus
 readers drop on purpose (the wrong options, the answer key). Option keys are the file's letters (PubMedQA:
 yes/no/maybe) and `gold.answer` is a key. Explanations and long answers are never put on a case: they
-state the answer."""
+state the answer. Every case's `meta["provenance"]` names its file (fingerprint) and record, numbered as the
+knowledge readers number it (line, row, PMID, MedMCQA id), so retrieval can leave the case's own record
+out."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from clinrag.core.files import (
     read_text,
 )
 from clinrag.core.models import Case, Gold
+from clinrag.core.provenance import META_KEY, fingerprint, origin_meta
 from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish, register
 from clinrag.knowledge.items import ANSWER_MISMATCH
 from clinrag.knowledge.readers.medmcqa import MedMCQARecord
@@ -64,6 +67,7 @@ def _case(report: ReadReport, where: int | str, **fields: Any) -> Case | None:
 def load_medqa(path: Path) -> Dataset:
     """MedQA-USMLE JSONL (question, options, answer, answer_idx); ids "medqa:<line>"."""
     reading = read_jsonl(data_file(path, "us_4options_test.jsonl"))
+    source_file = fingerprint(reading.path)
     cases = []
     for line, raw in reading:
         report = reading.report
@@ -77,7 +81,12 @@ def load_medqa(path: Path) -> Dataset:
         if key is None or key not in keys:
             report.skip(ANSWER_MISMATCH, line)
             continue
-        meta = {"source": "medqa", "line": line, "exam": record.meta_info}
+        meta = {
+            "source": "medqa",
+            "line": line,
+            "exam": record.meta_info,
+            META_KEY: origin_meta(source_file, line),
+        }
         case = _case(
             report,
             line,
@@ -121,6 +130,7 @@ def _mmlu_subset(subset: str, file: Path) -> tuple[list[Case], ReadReport]:
     """One headerless CSV (question, A, B, C, D, answer); rows are numbered from 1 (a quoted field may span
     several lines, so a row number is not a line number)."""
     report = ReadReport(str(file))
+    source_file = fingerprint(file)
     reader = csv.reader(read_text(file).splitlines(keepends=True))
     cases = []
     try:
@@ -142,7 +152,12 @@ def _mmlu_subset(subset: str, file: Path) -> tuple[list[Case], ReadReport]:
             question=row[0].strip(),
             options=dict(zip(LETTERS, (cell.strip() for cell in row[1:5]), strict=True)),
             gold=Gold(answer=row[5].strip()),
-            meta={"source": "mmlu", "subset": subset, "row": number},
+            meta={
+                "source": "mmlu",
+                "subset": subset,
+                "row": number,
+                META_KEY: origin_meta(source_file, number),
+            },
         )
         if case is not None:
             cases.append(case)
@@ -173,6 +188,7 @@ def load_pubmedqa(path: Path) -> Dataset:
     if not isinstance(document, dict):
         raise DataFormatError(f"{file}: expected a JSON object keyed by PMID")
     report = ReadReport(str(file))
+    source_file = fingerprint(file)
     cases = []
     for pmid, raw in document.items():
         report.records += 1
@@ -199,7 +215,13 @@ def load_pubmedqa(path: Path) -> Dataset:
             question=question + ("\n\nContext:\n" + "\n".join(context) if context else ""),
             options={d: d for d in DECISIONS},
             gold=Gold(answer=decision),
-            meta={"source": "pubmedqa", "pmid": pmid, "year": record.year, "question_only": question},
+            meta={
+                "source": "pubmedqa",
+                "pmid": pmid,
+                "year": record.year,
+                "question_only": question,
+                META_KEY: origin_meta(source_file, pmid),
+            },
         )
         if case is not None:
             cases.append(case)
@@ -213,6 +235,7 @@ def load_pubmedqa(path: Path) -> Dataset:
 def load_medmcqa(path: Path) -> Dataset:
     """MedMCQA JSONL (opa..opd, 1-based `cop`); ids "medmcqa:<id>". The explanation `exp` is left out."""
     reading = read_jsonl(data_file(path, "dev.json"))
+    source_file = fingerprint(reading.path)
     cases, seen = [], set()
     for line, raw in reading:
         report = reading.report
@@ -236,6 +259,7 @@ def load_medmcqa(path: Path) -> Dataset:
             "subject": record.subject_name,
             "topic": record.topic_name,
             "choice_type": raw.get("choice_type"),
+            META_KEY: origin_meta(source_file, record.id),
         }
         case = _case(
             report,

@@ -17,6 +17,7 @@ from typing import Any
 from clinrag.core.errors import DataFormatError
 from clinrag.core.files import INVALID_RECORDS, data_file, read_json, read_jsonl, read_text
 from clinrag.core.models import Case, Demographics, Gold, PatientProfile, RankedDiagnosis
+from clinrag.core.provenance import META_KEY, fingerprint, origin_meta
 from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish, register
 from clinrag.patients.loaders import load_ddxplus, load_dialmed, load_icraft
 from clinrag.patients.record import PatientRecord
@@ -177,6 +178,7 @@ def load_icraft_md(path: Path) -> Dataset:
     by_id = {record.id: record for record in records}
     reading = read_jsonl(file)
     cases, kept, labels, synonyms = [], [], {}, 0
+    source_file = fingerprint(file)
     for line, raw in reading:
         record = by_id.get(f"icraft:{raw.get('id')}")
         gold = _resolve_answer(raw)
@@ -198,7 +200,12 @@ def load_icraft_md(path: Path) -> Dataset:
                 ),
                 options=options,
                 gold=Gold(answer=gold, answers=[gold]),
-                meta={"source": "icraft_md", "line": line, "option_letters": dict(raw["options"])},
+                meta={
+                    "source": "icraft_md",
+                    "line": line,
+                    "option_letters": dict(raw["options"]),
+                    META_KEY: origin_meta(source_file, line),
+                },
             )
         )
         # The record's label is put in the options' wording so labels and gold compare.

@@ -14,6 +14,7 @@ another are one Symptom. A disease keeps the first description it was given.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -36,7 +37,7 @@ from clinrag.graph.schema import (
     merge_relations,
     remove_isolated_nodes,
 )
-from clinrag.graph.store import GraphStore
+from clinrag.graph.store import GraphStore, redact
 
 CHECKPOINT_VERSION = 1
 DEFAULT_BATCH_SIZE = 200  # diseases per batch (and checkpoint step)
@@ -114,6 +115,24 @@ class Checkpoint:
         payload = {"version": CHECKPOINT_VERSION, "graph": self.graph_id, "sources": self.sources}
         tmp.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, self.path)
+
+
+def checkpoint_location(folder: Path, uri: str | None, graph: str) -> tuple[Path, str]:
+    """The checkpoint file of a graph (clinrag's own server when `uri` is None; `folder` is the graph data
+    directory) and the identity of the graph it belongs to."""
+    if not uri:
+        return folder / f"import-checkpoint-{graph}.json", f"packaged:{folder.resolve()}:{graph}"
+    identity = f"{redact(uri)}#{graph}"
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
+    return folder / f"import-checkpoint-{digest}.json", identity
+
+
+def imported_sources(folder: Path, uri: str | None, graph: str) -> list[str] | None:
+    """The names of the sources `graph build` imported into the graph, from its checkpoint; None when there
+    is no checkpoint for it (the graph was built elsewhere: its sources are unknown)."""
+    path, identity = checkpoint_location(folder, uri, graph)
+    sources = Checkpoint(path, identity).sources
+    return sorted(sources) if sources else None
 
 
 class NameRegistry:

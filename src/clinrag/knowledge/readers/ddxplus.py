@@ -16,6 +16,7 @@ from typing import Any
 
 from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.core.files import INVALID_RECORDS, Reading, ReadReport, existing_file, read_json
+from clinrag.core.provenance import Origin, fingerprint
 from clinrag.knowledge.formats import Sample, SourceFormat, register
 from clinrag.knowledge.items import SourceItem
 from clinrag.terms.icd10 import chapter_of
@@ -38,9 +39,10 @@ def read_ddxplus_conditions(path: str | Path) -> Reading[SourceItem]:
         evidences = read_json(evidences_path)
         if not isinstance(conditions, dict) or not isinstance(evidences, dict):
             raise DataFormatError(f"{path}: expected JSON objects of conditions and evidences")
+        file = fingerprint(path)
         for key, condition in conditions.items():
             report.records += 1
-            item = _condition_item(key, condition, evidences, report)
+            item = _condition_item(key, condition, evidences, Origin(file, key), report)
             if item is None:
                 report.skip(INVALID_RECORDS, key)
             else:
@@ -67,7 +69,7 @@ def _chapters(code: str) -> tuple[int, ...]:
 
 
 def _condition_item(
-    key: str, condition: Any, evidences: dict[str, Any], report: ReadReport
+    key: str, condition: Any, evidences: dict[str, Any], origin: Origin, report: ReadReport
 ) -> SourceItem | None:
     if not isinstance(condition, dict):
         return None
@@ -103,6 +105,7 @@ def _condition_item(
         {"condition": name, "icd10": code},
         statements=tuple(statements),
         tags=_chapters(code),
+        origin=origin,
     )
 
 

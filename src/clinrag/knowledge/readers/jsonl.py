@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from clinrag.core.files import Reading, ReadReport, existing_file, jsonl_records
+from clinrag.core.provenance import Origin, fingerprint
 from clinrag.knowledge.chunking import DEFAULT_MAX_SIZE, DEFAULT_OVERLAP, chunk_text
 from clinrag.knowledge.formats import Sample, SourceFormat, register
 from clinrag.knowledge.items import SourceItem
@@ -22,6 +23,7 @@ def read_text_records(
     source = path.stem
 
     def produce(report: ReadReport) -> Iterator[SourceItem]:
+        file = fingerprint(path)
         for line, record in jsonl_records(path, report):
             text = record.get("text")
             chunks = chunk_text(text, max_size, overlap) if isinstance(text, str) else []
@@ -31,7 +33,8 @@ def read_text_records(
             extra = {key: record[key] for key in ("id", "title") if isinstance(record.get(key), str | int)}
             for index, chunk in enumerate(chunks):
                 provenance = {"file": path.name, "line": line, **extra, "chunk": index}
-                yield SourceItem(f"{source}:{line}:{index}", "text", chunk, source, provenance)
+                origin = Origin(file, str(line))
+                yield SourceItem(f"{source}:{line}:{index}", "text", chunk, source, provenance, origin=origin)
 
     return Reading(path, produce)
 

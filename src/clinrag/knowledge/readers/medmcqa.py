@@ -18,6 +18,7 @@ from clinrag.core.files import (
     existing_file,
     jsonl_records,
 )
+from clinrag.core.provenance import Origin, fingerprint
 from clinrag.knowledge.chunking import DEFAULT_MAX_SIZE, DEFAULT_OVERLAP, chunk_text
 from clinrag.knowledge.formats import Sample, SourceFormat, register
 from clinrag.knowledge.items import ItemKind, SourceItem, mcq_item
@@ -69,6 +70,7 @@ def read_medmcqa(
 
     def produce(report: ReadReport) -> Iterator[SourceItem]:
         seen: set[str] = set()
+        file = fingerprint(path)
         for line, raw in jsonl_records(path, report):
             try:
                 record = MedMCQARecord.model_validate(raw)
@@ -88,6 +90,7 @@ def read_medmcqa(
                 options[record.cop - cop_base],
                 line,
                 path,
+                Origin(file, record.id),
                 report,
                 kinds,
                 min_words,
@@ -103,6 +106,7 @@ def _medmcqa_items(
     answer: str,
     line: int,
     path: Path,
+    origin: Origin,
     report: ReadReport,
     kinds: Collection[ItemKind],
     min_words: int,
@@ -117,7 +121,8 @@ def _medmcqa_items(
         "topic": record.topic_name,
     }
     if "mcq" in kinds:
-        yield mcq_item(f"medmcqa:{record.id}", record.question.strip(), answer.strip(), "medmcqa", provenance)
+        question = record.question.strip()
+        yield mcq_item(f"medmcqa:{record.id}", question, answer.strip(), "medmcqa", provenance, origin)
     if "text" in kinds:
         explanation = record.exp or ""
         chunks = chunk_text(_ANSWER_MARKER.sub("", explanation), max_size, overlap)
@@ -127,7 +132,12 @@ def _medmcqa_items(
         kept = {key: value for key, value in provenance.items() if value is not None}
         for index, chunk in enumerate(chunks):
             yield SourceItem(
-                f"medmcqa:{record.id}:exp:{index}", "text", chunk, "medmcqa", {**kept, "chunk": index}
+                f"medmcqa:{record.id}:exp:{index}",
+                "text",
+                chunk,
+                "medmcqa",
+                {**kept, "chunk": index},
+                origin=origin,
             )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError
 
 from clinrag.core.files import INVALID_RECORDS, Reading, ReadReport, existing_file, jsonl_records
+from clinrag.core.provenance import Origin, fingerprint
 from clinrag.knowledge.formats import SNIFF_LINES, Sample, SourceFormat, head, json_object, register
 from clinrag.knowledge.items import ANSWER_MISMATCH, SourceItem, mcq_item
 
@@ -28,6 +29,7 @@ def read_medqa(path: str | Path, *, source: str = "medqa") -> Reading[SourceItem
     path = existing_file(path)
 
     def produce(report: ReadReport) -> Iterator[SourceItem]:
+        file = fingerprint(path)
         for line, raw in jsonl_records(path, report):
             try:
                 record = MedQARecord.model_validate(raw)
@@ -46,7 +48,8 @@ def read_medqa(path: str | Path, *, source: str = "medqa") -> Reading[SourceItem
                 "answer_idx": record.answer_idx,
                 "exam": record.meta_info,
             }
-            yield mcq_item(f"{source}:{line}", question, record.answer.strip(), source, provenance)
+            origin = Origin(file, str(line))
+            yield mcq_item(f"{source}:{line}", question, record.answer.strip(), source, provenance, origin)
 
     return Reading(path, produce)
 

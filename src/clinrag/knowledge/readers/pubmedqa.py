@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clinrag.core.errors import DataFormatError
 from clinrag.core.files import INVALID_RECORDS, Reading, ReadReport, existing_file, read_json
+from clinrag.core.provenance import Origin, fingerprint
 from clinrag.knowledge.formats import Sample, SourceFormat, register
 from clinrag.knowledge.items import SourceItem
 
@@ -37,6 +38,7 @@ def read_pubmedqa(path: str | Path) -> Reading[SourceItem]:
         document = read_json(path)
         if not isinstance(document, dict):
             raise DataFormatError(f"{path}: expected a JSON object keyed by PMID")
+        file = fingerprint(path)
         for pmid, raw in document.items():
             try:
                 record = PubMedQARecord.model_validate(raw)
@@ -44,12 +46,14 @@ def read_pubmedqa(path: str | Path) -> Reading[SourceItem]:
                 report.skip(INVALID_RECORDS, pmid)
                 continue
             report.records += 1
-            yield from _pubmedqa_items(pmid, record, report)
+            yield from _pubmedqa_items(pmid, record, Origin(file, pmid), report)
 
     return Reading(path, produce)
 
 
-def _pubmedqa_items(pmid: str, record: PubMedQARecord, report: ReadReport) -> Iterator[SourceItem]:
+def _pubmedqa_items(
+    pmid: str, record: PubMedQARecord, origin: Origin, report: ReadReport
+) -> Iterator[SourceItem]:
     base = {
         "pmid": pmid,
         "year": record.year,
@@ -69,7 +73,9 @@ def _pubmedqa_items(pmid: str, record: PubMedQARecord, report: ReadReport) -> It
         provenance = {
             key_: value for key_, value in {**base, "section": section}.items() if value is not None
         }
-        yield SourceItem(f"pubmedqa:{pmid}:{key}", "text", text.strip(), "pubmedqa", provenance)
+        yield SourceItem(
+            f"pubmedqa:{pmid}:{key}", "text", text.strip(), "pubmedqa", provenance, origin=origin
+        )
 
 
 def _read(path: Path, *, max_size: int, overlap: int) -> Reading[SourceItem]:

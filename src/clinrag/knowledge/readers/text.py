@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from clinrag.core.files import Reading, ReadReport, existing, read_text
+from clinrag.core.provenance import Origin, fingerprint
 from clinrag.knowledge.chunking import DEFAULT_MAX_SIZE, DEFAULT_OVERLAP, chunk_text
 from clinrag.knowledge.formats import Sample, SourceFormat, register
 from clinrag.knowledge.items import SourceItem
@@ -41,10 +42,10 @@ def _text_file_items(
     if not chunks:
         report.skip(EMPTY_FILES, relative or file.name)
     prefix = f"{source}:{relative}" if relative else source
+    origin = Origin(fingerprint(file), "0") if chunks else None  # the whole file is one record
     for index, chunk in enumerate(chunks):
-        yield SourceItem(
-            f"{prefix}:{index}", "text", chunk, source, {"file": relative or file.name, "chunk": index}
-        )
+        provenance = {"file": relative or file.name, "chunk": index}
+        yield SourceItem(f"{prefix}:{index}", "text", chunk, source, provenance, origin=origin)
 
 
 def _recognise(sample: Sample) -> bool:

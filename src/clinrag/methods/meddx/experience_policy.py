@@ -1,16 +1,17 @@
 """Experience-driven questioning (beyond MEDDxAgent): choose the next question by expected information gain
 over the diagnoses of the past patients who resemble the current one, and update from the answer.
 
-Every past patient p carries a weight, its likelihood of having produced the answers heard so far. An answer
-g to evidence e (its coded value set, or "absent") multiplies w_p by
+Every past patient p, with diagnosis d, carries a weight: how likely it is to have produced the answers heard
+so far. An answer g to evidence e (its coded value set, or "absent") multiplies w_p by
 
-    (1 if p answered e with g else `mismatch`)
-        × (1 if some past patient with p's diagnosis answered g else `unseen`)
+    (1 if p answered e with g else `mismatch`) × max(P(g | d, e), `unseen`)
 
-so the weight concentrates on the most similar patients, softly (a single disagreement does not exclude a
-patient), and a diagnosis under which nobody ever gave that answer is nearly ruled out. The distribution
-over diagnoses is the weight summed by diagnosis. The next question is the one whose answer leaves, in
-expectation under the current weights, the lowest entropy of that distribution."""
+where P(g | d, e) is the share of the base's patients with diagnosis d who answered g. The first factor is a
+soft nearest-neighbour kernel (one disagreement does not exclude a patient), the second a naive-Bayes
+likelihood of the diagnosis, floored so that an answer nobody with d gave nearly, not quite, rules d out.
+Before any answer, past patients of the other sex weigh `other_sex`. The distribution over diagnoses is the
+weight summed by diagnosis. The next question is the one whose answer leaves, in expectation under the
+current weights, the lowest entropy of that distribution."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from clinrag.patients.loaders import EvidenceDecoder
 from clinrag.patients.record import PatientRecord
 
 ABSENT = 0  # the signature id of "the patient does not have this evidence"
+AGE_BINS = (1, 5, 15, 30, 45, 60, 75)  # upper bounds (years) of the age groups the prior distinguishes
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,8 @@ class ExperienceModel:
         labels: dict[str, list[str]],
         *,
         field: str = "evidence",
-        mismatch: float = 0.02,
-        unseen: float = 1e-4,
+        mismatch: float = 0.3,
+        unseen: float = 1e-3,
         other_sex: float = 0.05,
     ) -> None:
         for name, value in (("mismatch", mismatch), ("unseen", unseen), ("other_sex", other_sex)):
@@ -58,7 +60,7 @@ class ExperienceModel:
         self._column = {name: i for i, name in enumerate(self.evidences)}
         # Per evidence: value set → signature id (0 is "absent").
         self._signatures: list[dict[frozenset[str] | None, int]] = [{None: ABSENT} for _ in self.evidences]
-        self.answers = np.zeros((len(kept), len(self.evidences)), dtype=np.int32)
+        self.answers = np.zeros((len(kept), len(self.evidences)), dtype=np.int64)
         for row, profile in enumerate(answers):
             for name, values in profile.items():
                 column = self._column[name]
@@ -69,20 +71,31 @@ class ExperienceModel:
         self.diagnosis = np.array([index[labels[r.id][0]] for r in kept])
         self.records = kept
         self._sex = np.array([str(r.metadata.get("sex", "")).upper()[:1] for r in kept])
+        self._age = np.array([_age_group(r.metadata.get("age")) for r in kept])
         self.mismatch, self.unseen, self.other_sex = mismatch, unseen, other_sex
-        # seen[e, g, d]: some past patient with diagnosis d answered g to evidence e.
-        width = max(len(ids) for ids in self._signatures)
-        self._seen = np.zeros((len(self.evidences), width, len(self.diagnoses)), dtype=bool)
-        columns = np.broadcast_to(np.arange(len(self.evidences)), self.answers.shape)
-        self._seen[columns, self.answers, self.diagnosis[:, None]] = True
-        self._present_signatures = [np.unique(self.answers[:, e]) for e in range(len(self.evidences))]
+        # Every (evidence, answer) pair gets a global id t; likelihood[t, d] = max(P(answer | d), unseen).
+        widths = np.array([len(ids) for ids in self._signatures])
+        self._offset = np.concatenate([[0], np.cumsum(widths)[:-1]])
+        self._evidence_of = np.repeat(np.arange(len(self.evidences)), widths)
+        self._pair = self._offset + self.answers  # patients × evidences → global answer id
+        size = np.bincount(self.diagnosis, minlength=len(self.diagnoses))
+        self._likelihood = self._floored(self._count(self._pair, widths.sum()), size)
+        self._age_likelihood = self._floored(self._count(self._age[:, None], len(AGE_BINS) + 2), size)
+        # Constant parts of the expected-entropy computation (see next_question).
+        self._own = self._likelihood[self._pair, self.diagnosis[:, None]]  # patients × evidences
+        total = np.zeros((len(self.evidences), len(self.diagnoses)))
+        np.add.at(total, self._evidence_of, self._likelihood)
+        self._normaliser = mismatch * total[:, self.diagnosis].T + (1 - mismatch) * self._own
 
-    def prior(self, sex: str | None) -> np.ndarray:
-        """Uniform weights, patients of the other sex down-weighted (sex-specific diagnoses)."""
+    def prior(self, sex: str | None, age: float | None = None) -> np.ndarray:
+        """Weights before any answer: patients of the other sex down-weighted (sex-specific diagnoses) and,
+        given an age, each patient weighted by how common that age group is for its diagnosis."""
         weights = np.ones(len(self.records))
         if sex:
             weights[self._sex != sex.upper()[:1]] = self.other_sex
-        return weights
+        if age is not None:
+            weights = weights * self._age_likelihood[_age_group(age), self.diagnosis]
+        return weights / weights.sum()
 
     def signature(self, evidence: str, present: bool, values: frozenset[str]) -> int | None:
         """The signature id of an answer; None for an evidence or value set no past patient has."""
@@ -96,11 +109,15 @@ class ExperienceModel:
         signature = self.signature(evidence, present, values)
         if signature is None:
             return weights
-        return weights * self._likelihood(self._column[evidence], signature)
+        column = self._column[evidence]
+        same = np.where(self.answers[:, column] == signature, 1.0, self.mismatch)
+        updated = weights * same * self._likelihood[self._offset[column] + signature, self.diagnosis]
+        total = updated.sum()
+        return updated / total if total > 0 else updated  # rescaled: fifteen small factors stay representable
 
     def distribution(self, weights: np.ndarray) -> dict[str, float]:
         """Diagnosis → probability, most probable first."""
-        mass = self._by_diagnosis(weights)
+        mass = np.bincount(self.diagnosis, weights=weights, minlength=len(self.diagnoses))
         total = mass.sum()
         if total <= 0:
             return {}
@@ -110,27 +127,49 @@ class ExperienceModel:
     def next_question(self, weights: np.ndarray, asked: set[str]) -> QuestionChoice | None:
         """The unasked evidence with the lowest expected posterior entropy over diagnoses (None when all
         have been asked)."""
-        best: QuestionChoice | None = None
-        for column, evidence in enumerate(self.evidences):
-            if evidence in asked:
-                continue
-            signatures = self._present_signatures[column]
-            likelihood = np.stack([self._likelihood(column, g) for g in signatures])  # answers × patients
-            likelihood /= likelihood.sum(axis=0, keepdims=True)  # each patient's predictive over answers
-            joint = np.stack([self._by_diagnosis(row * weights) for row in likelihood])  # answers × diagnoses
-            answer_mass = joint.sum(axis=1)
-            expected = float((answer_mass * _entropy(joint)).sum() / answer_mass.sum())
-            if best is None or expected < best.expected_entropy:
-                best = QuestionChoice(evidence, expected)
-        return best
+        open_columns = np.array([e not in asked for e in self.evidences])
+        if not open_columns.any():
+            return None
+        # Patient p predicts answer g to evidence e with probability kernel(p, g) × likelihood[g, d_p] / Z_pe;
+        # summed by diagnosis, joint[t, d] = likelihood[t, d] × (mismatch × Σ_p∈d v + (1 − mismatch) ×
+        # Σ_p∈d answered t v), with v = w_p / Z_pe, for every (evidence, answer) pair t at once.
+        # Patients below 1e-12 of the heaviest cannot move the choice; leaving them out saves most work.
+        alive = np.flatnonzero(weights >= weights.max() * 1e-12)
+        share = weights[alive, None] / self._normaliser[alive]
+        diagnoses = len(self.diagnoses)
+        answered = np.bincount(
+            (self._pair[alive] * diagnoses + self.diagnosis[alive, None]).ravel(),
+            weights=share.ravel(),
+            minlength=len(self._evidence_of) * diagnoses,
+        ).reshape(-1, diagnoses)
+        # Each patient gives one answer per evidence, so summing an evidence's answers gives Σ_p∈d v.
+        by_diagnosis = np.add.reduceat(answered, self._offset, axis=0)
+        joint = self._likelihood * (
+            self.mismatch * by_diagnosis[self._evidence_of] + (1 - self.mismatch) * answered
+        )
+        mass = joint.sum(axis=1)
+        evidences = len(self.evidences)
+        spread = np.bincount(self._evidence_of, weights=mass * _entropy(joint), minlength=evidences)
+        answer_mass = np.bincount(self._evidence_of, weights=mass, minlength=evidences)
+        expected = spread / np.maximum(answer_mass, 1e-300)
+        column = int(np.argmin(np.where(open_columns, expected, np.inf)))
+        return QuestionChoice(self.evidences[column], float(expected[column]))
 
-    def _by_diagnosis(self, weights: np.ndarray) -> np.ndarray:
-        return np.bincount(self.diagnosis, weights=weights, minlength=len(self.diagnoses))
+    def _count(self, groups: np.ndarray, width: int) -> np.ndarray:
+        """counts[g, d]: past patients with diagnosis d in group g (one group per column of `groups`)."""
+        flat = (groups * len(self.diagnoses) + self.diagnosis[:, None]).ravel()
+        counts = np.bincount(flat, minlength=width * len(self.diagnoses))
+        return counts.reshape(width, len(self.diagnoses)).astype(float)
 
-    def _likelihood(self, column: int, signature: int) -> np.ndarray:
-        same = np.where(self.answers[:, column] == signature, 1.0, self.mismatch)
-        plausible = np.where(self._seen[column, signature, self.diagnosis], 1.0, self.unseen)
-        return same * plausible
+    def _floored(self, counts: np.ndarray, size: np.ndarray) -> np.ndarray:
+        return np.maximum(counts / size, self.unseen)
+
+
+def _age_group(age: object) -> int:
+    """The index of the age group; past patients without an age form a group of their own."""
+    if not isinstance(age, int | float):
+        return len(AGE_BINS) + 1
+    return int(np.searchsorted(AGE_BINS, age, side="right"))
 
 
 def _entropy(mass: np.ndarray) -> np.ndarray:

@@ -9,12 +9,14 @@ nothing the model read is hidden)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Annotated
 
 from pydantic import BaseModel, Field, StringConstraints
 
 from clinrag.core.models import Answer, Evidence
+from clinrag.core.provenance import Origin, case_origins
 from clinrag.graph.actions import Action, ActionRequest, run_action
 from clinrag.graph.matching import NodeMatcher
 from clinrag.graph.planner import RetrievalState
@@ -102,7 +104,7 @@ class KnowledgeAgent:
         with answer.trace.step("meddx.knowledge.sources", sources=self.source_names) as step:
             step.output = {}
             for keyword in searches:
-                hits, failures = await self._search(keyword)
+                hits, failures = await self._search(keyword, case_origins(consultation.case))
                 step.output[keyword] = {source: [e.id for e in items] for source, items in hits.items()}
                 if failures:
                     step.output[keyword]["failures"] = failures
@@ -131,12 +133,16 @@ class KnowledgeAgent:
         )
         return KnowledgeNote(query, summary, kept)
 
-    async def _search(self, keyword: str) -> tuple[dict[str, list[Evidence]], list[dict]]:
-        """Each source's hits, and the literature failures as records (they never fail the search)."""
+    async def _search(
+        self, keyword: str, exclude: Collection[Origin]
+    ) -> tuple[dict[str, list[Evidence]], list[dict]]:
+        """Each source's hits (no statement derived from `exclude`, the case's own record), and the
+        literature failures as records (they never fail the search)."""
         hits: dict[str, list[Evidence]] = {}
         failures: list[dict] = []
         if self.knowledge_base is not None:
-            hits["kb"] = self.knowledge_base.search(keyword, k=self.per_source, mode="rrf").evidence()
+            search = self.knowledge_base.search(keyword, k=self.per_source, mode="rrf", exclude=exclude)
+            hits["kb"] = search.evidence()
         if self.graph is not None:
             hits["graph"] = self.graph.search(keyword)
         if self.literature is not None:

@@ -1,0 +1,1 @@
+"""Grounded consultation: findings from the patient's words, then a differential, questions and an answer."""

@@ -1,0 +1,285 @@
+"""The grounded consultation, from structure: findings understood from the text → a differential with
+probabilities from the disease knowledge (and similar past patients, when a patient base is given) → the next
+most informative questions → tests, drugs and care for the leading diagnoses → an answer composed from all of
+it, every sentence citing its evidence. `Consultant` holds the knowledge; a `ConsultState` is one patient's
+consultation, which answers to questions extend (the interactive session)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from clinrag.core.models import DDX_SIZE, Evidence, Language
+from clinrag.graph.schema import Relation
+from clinrag.methods.consult.compose import TEMPLATES, compose, experience_sentence
+from clinrag.methods.consult.differential import Differential
+from clinrag.methods.consult.findings import Duration, FindingExtractor, Findings, FindingStatus
+from clinrag.methods.consult.questions import next_questions
+from clinrag.methods.consult.report import (
+    ConsultationReport,
+    DiagnosisOut,
+    FindingOut,
+    NextStep,
+    QuestionOut,
+)
+from clinrag.methods.consult.vocabulary import Concept
+
+SHOWN_NOT_REPORTED = 3
+STEP_DIAGNOSES = 3
+STEP_KINDS = (
+    ("test", Relation.RECOMMEND_TEST),
+    ("drug", Relation.RECOMMEND_DRUG),
+    ("care", Relation.RECOMMEND_CURE),
+)
+
+
+@dataclass
+class ConsultState:
+    """What is known of one patient: the findings understood from the text and the answers given since."""
+
+    findings: Findings
+    answered: list[tuple[str, FindingStatus]] = field(default_factory=list)  # (concept id, answer)
+
+    def statuses(self) -> dict[str, tuple[FindingStatus, str]]:
+        """Concept id → (status, the words it was said in); the latest word on a concept wins."""
+        said = {f.concept_id: (f.status, f.text) for f in self.findings.findings}
+        return said | {concept: (status, "") for concept, status in self.answered}
+
+    def known(self) -> dict[str, bool]:
+        """Concept id → present / absent (uncertain findings are left out)."""
+        return {c: status == "present" for c, (status, _) in self.statuses().items() if status != "uncertain"}
+
+
+class Consultant:
+    def __init__(
+        self,
+        differential: Differential,
+        extractor: FindingExtractor,
+        *,
+        questions: int = 3,
+        abstain_below: float = 0.1,
+        diagnoses: int = DDX_SIZE,
+    ) -> None:
+        self.differential = differential
+        self.extractor = extractor
+        self.questions = questions
+        self.abstain_below = abstain_below
+        self.diagnoses = diagnoses
+        self.concepts = {concept.id: concept for concept in differential.vocabulary.concepts}
+        experience = differential.experience
+        self.patients = int(experience.patients.sum()) if experience is not None else None
+
+    def leaving_out(self, record_id: str) -> Consultant:
+        """This consultant with one past patient left out of its experience."""
+        differential = self.differential.leaving_out(record_id)
+        if differential is self.differential:
+            return self
+        other = copy.copy(self)
+        other.differential = differential
+        return other
+
+    def start(self, text: str) -> ConsultState:
+        return ConsultState(self.extractor.extract(text))
+
+    def answer(self, state: ConsultState, concept: str, status: FindingStatus) -> None:
+        """Record the patient's answer about a concept (present, absent, or uncertain for "don't know")."""
+        state.answered.append((concept, status))
+
+    def report(
+        self, state: ConsultState, language: Language = "en"
+    ) -> tuple[ConsultationReport, list[Evidence]]:
+        """The consultation as data, and every piece of evidence its sentences cite."""
+        evidence: dict[str, Evidence] = {}
+        findings = [
+            self._finding(self.concepts[concept], status, text, evidence)
+            for concept, (status, text) in state.statuses().items()
+        ]
+        extracted = state.findings
+        report = ConsultationReport(
+            findings=findings,
+            age=extracted.age,
+            sex=extracted.sex,
+            duration=duration_text(extracted.duration, language),
+            onset=extracted.onset.text if extracted.onset else None,
+            not_understood=list(extracted.not_understood),
+            experience=experience_sentence(self.patients, language),
+        )
+        known = state.known()
+        if not any(known.values()):
+            report.abstained = True
+            report.abstention_reason = "no finding was understood"
+        else:
+            posterior = self.differential.posterior(known)
+            order = np.argsort(-posterior, kind="stable")[: self.diagnoses]
+            statuses = {concept: status for concept, (status, _) in state.statuses().items()}
+            report.differential = [
+                self._diagnosis(row, float(posterior[row]), statuses, evidence) for row in order
+            ]
+            report.questions = self._questions(posterior, state.statuses(), language, evidence)
+            report.next_steps = self._steps(report.differential[:STEP_DIAGNOSES], evidence)
+            top = report.differential[0].probability
+            if top < self.abstain_below:
+                report.abstained = True
+                report.abstention_reason = (
+                    f"the most likely diagnosis has {top:.0%}, below {self.abstain_below:.0%}"
+                )
+        report.sentences = compose(report, language)
+        return report, list(evidence.values())
+
+    def _finding(
+        self, concept: Concept, status: FindingStatus, text: str, evidence: dict[str, Evidence]
+    ) -> FindingOut:
+        item = Evidence(
+            id=f"finding:{concept.id}",
+            kind="term",
+            text=f"{display_name(concept)}: {status}" + (f" (“{text}”)" if text else " (answered)"),
+            source="patient",
+            provenance={"concept": concept.id, "status": status, "text": text, "ids": list(concept.ids)},
+        )
+        evidence[item.id] = item
+        return FindingOut(
+            concept=concept.id, name=display_name(concept), status=status, text=text, evidence=item.id
+        )
+
+    def _diagnosis(
+        self, row: int, probability: float, statuses: dict[str, FindingStatus], evidence: dict[str, Evidence]
+    ) -> DiagnosisOut:
+        """A diagnosis with the reported findings its knowledge lists for or against it, and the typical
+        findings nobody has said anything about (not even "don't know")."""
+        disease = self.differential.model.diseases[row]
+        supporting, against, cited, mentioned = [], [], [], set()
+        for concept, status in statuses.items():
+            listed = self.differential.explained(concept, row)
+            if listed is None:
+                continue
+            mentioned.add(listed)
+            if status != "uncertain":
+                (supporting if status == "present" else against).append(plain(listed))
+                cited.append(self._fact(disease, Relation.HAS_SYMPTOM, listed, evidence))
+        not_reported = [plain(symptom) for symptom in disease.symptoms if symptom not in mentioned]
+        names = {plain(symptom): symptom for symptom in disease.symptoms}
+        cited += [
+            self._fact(disease, Relation.HAS_SYMPTOM, names[s], evidence)
+            for s in not_reported[:SHOWN_NOT_REPORTED]
+        ]
+        return DiagnosisOut(
+            name=disease.name,
+            probability=min(1.0, probability),
+            icd10=disease.icd10,
+            source=disease.source,
+            supporting=supporting,
+            against=against,
+            not_reported=not_reported[:SHOWN_NOT_REPORTED],
+            evidence=cited,
+        )
+
+    def _questions(
+        self, posterior: np.ndarray, asked: Collection[str], language: Language, evidence: dict[str, Evidence]
+    ) -> list[QuestionOut]:
+        chosen = []
+        leading = np.argsort(-posterior, kind="stable")[:STEP_DIAGNOSES]
+        for question in next_questions(self.differential, posterior, asked, self.questions):
+            concept = self.concepts[question.concept]
+            cited = [
+                self._fact(self.differential.model.diseases[row], Relation.HAS_SYMPTOM, listed, evidence)
+                for row in leading
+                if (listed := self.differential.explained(question.concept, row)) is not None
+            ]
+            chosen.append(
+                QuestionOut(
+                    concept=question.concept,
+                    finding=display_name(concept),
+                    text=question_text(concept, language),
+                    gain=round(question.gain, 4),
+                    evidence=cited,
+                )
+            )
+        return chosen
+
+    def _steps(self, diagnoses: list[DiagnosisOut], evidence: dict[str, Evidence]) -> list[NextStep]:
+        steps = []
+        by_name = {d.name: d for d in self.differential.model.diseases}
+        for diagnosis in diagnoses:
+            disease = by_name[diagnosis.name]
+            for kind, relation in STEP_KINDS:
+                items = {"test": disease.tests, "drug": disease.drugs, "care": disease.cures}[kind]
+                steps += [
+                    NextStep(
+                        diagnosis=disease.name,
+                        kind=kind,
+                        name=item,
+                        evidence=self._fact(disease, relation, item, evidence),
+                    )
+                    for item in items
+                ]
+        return steps
+
+    @staticmethod
+    def _fact(disease, relation: Relation, target: str, evidence: dict[str, Evidence]) -> str:
+        fact_id = disease.fact_id(relation, target)
+        if fact_id not in evidence:
+            evidence[fact_id] = Evidence(
+                id=fact_id,
+                kind="graph_fact",
+                text=f"{disease.name} {relation.lower().replace('_', ' ')} {target}",
+                source=f"graph:{disease.source}",
+                provenance={
+                    "head": disease.name,
+                    "relation": str(relation),
+                    "tail": target,
+                    "key": disease.key,
+                },
+            )
+        return fact_id
+
+
+def display_name(concept: Concept) -> str:
+    """The finding in plain words: the name a plain symptom list gives it (the disease table's lay name) when
+    it has one, else its first phrase when it is named by a question (DDXPlus), else its name."""
+    lay = next(
+        (alias.removeprefix("symptom:") for alias in concept.ids if alias.startswith("symptom:")), None
+    )
+    if lay is None and concept.name.rstrip().endswith("?") and concept.synonyms:
+        lay = concept.synonyms[0]
+    return plain(lay or concept.name)
+
+
+def plain(name: str) -> str:
+    """A name as it reads inside a sentence: lower case, acronyms kept ("Shortness of Breath" → "shortness of
+    breath", "COPD" stays)."""
+    return " ".join(w if w.isupper() and len(w) > 1 else w.lower() for w in name.split())
+
+
+def question_text(concept: Concept, language: Language) -> str:
+    if concept.name.rstrip().endswith("?") and language == "en":
+        return concept.name
+    return TEMPLATES[language]["question"].format(finding=display_name(concept))
+
+
+DURATION_UNITS = {
+    "en": ("hour", "hours", "day", "days", "week", "weeks"),
+    "fr": ("heure", "heures", "jour", "jours", "semaine", "semaines"),
+    "zh": ("小时", "小时", "天", "天", "周", "周"),
+}
+
+
+def duration_text(duration: Duration | None, language: Language) -> str | None:
+    """How long, in the consultation's language: "for 3 days", "for 2 weeks", "for 6 hours" when it was
+    measured, else the phrase as written ("since yesterday")."""
+    if duration is None:
+        return None
+    if duration.days is None:
+        return duration.text
+    days = duration.days
+    units = DURATION_UNITS[language]
+    if days < 1:
+        value, (one, many) = round(days * 24), units[0:2]
+    elif days >= 14 and days % 7 == 0:
+        value, (one, many) = round(days / 7), units[4:6]
+    else:
+        value, (one, many) = round(days), units[2:4]
+    separator = "" if language == "zh" else " "
+    return TEMPLATES[language]["for"].format(duration=f"{value}{separator}{one if value == 1 else many}")

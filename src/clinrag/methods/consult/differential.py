@@ -1,0 +1,188 @@
+"""The differential: a probability for every disease given the findings heard so far, by Bayes' rule over the
+disease knowledge (naive Bayes: findings independent given the disease).
+
+P(d | F) ∝ π(d) · Π_{f present} P(f | d) · Π_{f absent} (1 − P(f | d)), where P(f | d) is
+- the frequency of f among past patients with d, when a patient base gives d's patients (add-one
+  smoothed), for the findings those patients were asked about;
+- else, when the knowledge lists f for d, `typical` (0.8) — or less for a disease listed with many findings:
+  a profile of 40 phenotypes (HPO annotates a disease's whole spectrum) describes what its patients may
+  show, and one patient shows a few of them, so P(f | d) = min(typical, spectrum / |findings of d|) with
+  `spectrum` 4 (the disease table lists 5–6 findings a disease, each typical);
+- and `leak` (0.02) when it does not list f: a finding a disease does not explain is rare, not impossible
+  (a second problem, a knowledge gap).
+π(d) is the diagnoses' frequency in the patient base (smoothed) where there is one, else the base rates of
+`DiseaseModel`. Uncertain findings change nothing. `typical`, `spectrum` and `leak` were set a priori, not
+fitted to any evaluation set.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from clinrag.methods.consult.diseases import DiseaseModel
+from clinrag.methods.consult.vocabulary import Vocabulary
+from clinrag.patients.record import PatientRecord
+
+TYPICAL = 0.8
+SPECTRUM = 4.0
+LEAK = 0.02
+
+
+@dataclass(frozen=True)
+class Experience:
+    """Past patients as counts: diagnoses, and how many patients of each diagnosis had each finding."""
+
+    patients: np.ndarray  # per disease of the model: patients with that diagnosis
+    findings: dict[str, np.ndarray]  # concept id → per disease: patients who had it
+    asked: frozenset[str]  # the concepts every past patient was asked about (absent when not reported)
+    contributions: dict[str, tuple[int, tuple[str, ...]]]  # record id → (disease row, concept ids)
+
+    @classmethod
+    def count(
+        cls,
+        records: Sequence[PatientRecord],
+        labels: Mapping[str, list[str]],
+        model: DiseaseModel,
+        vocabulary: Vocabulary,
+        *,
+        field: str = "evidence",
+    ) -> Experience | None:
+        """The counts over the records whose label is a disease of the model (None if none is); a coded
+        finding `E_1` is concept `ddxplus:E_1` when the vocabulary has it."""
+        index = {d.name: i for i, d in enumerate(model.diseases)}
+        by_id = {alias: concept for concept in vocabulary.concepts for alias in concept.ids}
+        patients = np.zeros(len(model.diseases))
+        findings: dict[str, np.ndarray] = {}
+        contributions = {}
+        for record in records:
+            label = (labels.get(record.id) or [None])[0]
+            if label not in index:
+                continue
+            row = index[label]
+            codes = {code.split("_@_")[0] for code in record.codes.get(field, ())}
+            concepts = tuple(sorted({by_id[f"ddxplus:{c}"].id for c in codes if f"ddxplus:{c}" in by_id}))
+            contributions[record.id] = (row, concepts)
+            patients[row] += 1
+            for concept in concepts:
+                findings.setdefault(concept, np.zeros(len(model.diseases)))[row] += 1
+        if not patients.sum():
+            return None
+        return cls(patients, findings, frozenset(findings), contributions)
+
+    def without(self, record_id: str) -> Experience:
+        """The counts with one past patient left out (the case itself, when it is in the base)."""
+        if record_id not in self.contributions:
+            return self
+        row, concepts = self.contributions[record_id]
+        patients = self.patients.copy()
+        patients[row] -= 1
+        findings = dict(self.findings)
+        for concept in concepts:
+            findings[concept] = findings[concept].copy()
+            findings[concept][row] -= 1
+        contributions = {key: value for key, value in self.contributions.items() if key != record_id}
+        return Experience(patients, findings, self.asked, contributions)
+
+
+class Differential:
+    """Posterior probabilities of the model's diseases; `likelihood(concept)` is P(f | d) for every d."""
+
+    def __init__(
+        self,
+        model: DiseaseModel,
+        vocabulary: Vocabulary,
+        experience: Experience | None = None,
+        *,
+        typical: float = TYPICAL,
+        spectrum: float = SPECTRUM,
+        leak: float = LEAK,
+    ) -> None:
+        self.model = model
+        self.vocabulary = vocabulary
+        self.leak = leak
+        listed_findings = np.array([max(len(d.symptoms), 1) for d in model.diseases], dtype=float)
+        self._typical = np.minimum(typical, spectrum / listed_findings)
+        # concept id → (diseases listing it, the symptom name they list it under)
+        self.listed: dict[str, dict[int, str]] = {}
+        for row, disease in enumerate(model.diseases):
+            for symptom in disease.symptoms:
+                concept = vocabulary.lookup(symptom)
+                if concept is not None:
+                    self.listed.setdefault(concept.id, {}).setdefault(row, symptom)
+        self._parents = {c.id: c.parents for c in vocabulary.concepts}
+        self._children: dict[str, list[str]] = {}
+        for concept in vocabulary.concepts:
+            for parent in concept.parents:
+                self._children.setdefault(parent, []).append(concept.id)
+        self._explains: dict[str, dict[int, str]] = {}
+        self._base_rates = np.asarray(model.base_rates())
+        self._use(experience)
+
+    def _use(self, experience: Experience | None) -> None:
+        self.experience = experience
+        prior = self._base_rates
+        if experience is not None:
+            seen = experience.patients > 0
+            frequency = (experience.patients + 1) / (experience.patients.sum() + seen.sum())
+            # Diseases the patient base knows take its frequencies; the others keep their base-rate share.
+            prior = np.where(seen, frequency * prior[seen].sum(), prior)
+        self.log_prior = np.log(prior / prior.sum())
+        self._observed = (
+            experience.patients > 0 if experience is not None else np.zeros(len(prior), dtype=bool)
+        )
+
+    def leaving_out(self, record_id: str) -> Differential:
+        """This differential with one past patient left out of its experience (leave-case-out)."""
+        if self.experience is None or record_id not in self.experience.contributions:
+            return self
+        other = copy.copy(self)
+        other._use(self.experience.without(record_id))
+        return other
+
+    def likelihood(self, concept: str) -> np.ndarray:
+        """P(f | d) for every disease d of the model."""
+        p = np.full(len(self.model.diseases), self.leak)
+        listed = list(self.explaining(concept))
+        if listed:
+            p[listed] = np.maximum(self._typical[listed], self.leak)
+        experience = self.experience
+        if experience is not None and concept in experience.asked:
+            counts = experience.findings.get(concept, np.zeros(len(p)))
+            empirical = (counts + 1) / (experience.patients + 2)
+            p = np.where(self._observed, empirical, p)
+        return p
+
+    def posterior(self, known: Mapping[str, bool]) -> np.ndarray:
+        """P(d | findings): `known` maps a concept id to present (True) or absent (False)."""
+        log_p = self.log_prior.copy()
+        for concept, present in known.items():
+            p = self.likelihood(concept)
+            log_p += np.log(p if present else 1.0 - p)
+        log_p -= log_p.max()
+        weights = np.exp(log_p)
+        return weights / weights.sum()
+
+    def explaining(self, concept: str) -> dict[int, str]:
+        """The diseases that list the finding — itself, a narrower finding (a disease with "productive cough"
+        explains "cough"), or its broader finding one step up (one with "cough" explains "productive
+        cough") — each with the symptom name it lists."""
+        if concept not in self._explains:
+            family, stack = [concept, *self._parents.get(concept, ())], list(self._children.get(concept, ()))
+            while stack:
+                child = stack.pop()
+                family.append(child)
+                stack.extend(self._children.get(child, ()))
+            listed: dict[int, str] = {}
+            for member in family:
+                for row, name in self.listed.get(member, {}).items():
+                    listed.setdefault(row, name)
+            self._explains[concept] = listed
+        return self._explains[concept]
+
+    def explained(self, concept: str, row: int) -> str | None:
+        """The symptom name under which disease `row` explains the finding, if it does."""
+        return self.explaining(concept).get(row)

@@ -1,0 +1,138 @@
+"""The disease knowledge a consultation reasons over: every disease of the graph sources in use with its
+symptoms, tests, drugs and non-drug care, its ICD-10 code where the source gives one, and a base rate.
+
+The diseases are the records of the graph importers (`clinrag.graph.importers`), the same records that
+`clinrag graph build -s SPEC` imports, so a fact cites the graph fact it is (`graph:Disease|RELATION|name`).
+Reading every source takes tens of seconds (HPO's 12,000 diseases), so the model is saved once per set of
+sources under the clinrag home and loaded from there afterwards.
+
+Base rates: the sources do not give prevalences, but they say which diseases are rare. OMIM and Orphanet
+diseases (`packaged:hpo-diseases`) are rare diseases, which together affect about 3.5–5.9 % of people
+(Nguengang Wakap et al., Eur J Hum Genet 2020); the common-disease tables (the packaged disease table,
+DDXPlus) share the rest. Within each group the base rate is uniform, unless a patient base gives the
+diagnoses' frequencies (see `differential`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from clinrag.core.errors import DataFormatError
+from clinrag.graph.importers import read_source
+from clinrag.graph.importers.records import SourceRecords
+from clinrag.graph.schema import Relation
+from clinrag.index.store import write_json
+
+RARE_SOURCES = frozenset({"hpo-diseases"})
+RARE_SHARE = 0.05  # the rare diseases' share of the base rate (see the module docstring)
+FORMAT_VERSION = 1
+_ICD10 = re.compile(r"ICD-10 ([A-TV-Z][0-9][0-9A-Z](?:\.[0-9A-Z]{1,4})?)")
+
+
+@dataclass
+class Disease:
+    name: str
+    source: str  # the importer's source name ("faker-diseases", "hpo-diseases", "ddxplus", …)
+    key: str  # the record's key in its source ("OMIM:100070", "16:J18.9")
+    description: str | None = None
+    icd10: str | None = None
+    symptoms: list[str] = field(default_factory=list)
+    tests: list[str] = field(default_factory=list)
+    drugs: list[str] = field(default_factory=list)
+    cures: list[str] = field(default_factory=list)
+
+    @property
+    def rare(self) -> bool:
+        return self.source in RARE_SOURCES
+
+    def fact_id(self, relation: Relation, target: str) -> str:
+        """The id of the graph fact `(self)-[relation]->(target)`, as graph evidence is named."""
+        return f"graph:{self.name}|{relation}|{target}"
+
+
+@dataclass
+class DiseaseModel:
+    """The diseases of the sources in `specs`, one entry per name (a name in two sources joins their
+    facts, as the graph joins their nodes)."""
+
+    specs: list[str]
+    diseases: list[Disease]
+
+    @classmethod
+    def read(cls, specs: Sequence[str]) -> DiseaseModel:
+        by_name: dict[str, Disease] = {}
+        for spec in specs:
+            for disease in _diseases(read_source(spec)):
+                present = by_name.get(disease.name)
+                if present is None:
+                    by_name[disease.name] = disease
+                else:
+                    _join(present, disease)
+        return cls(list(specs), list(by_name.values()))
+
+    @classmethod
+    def open(cls, specs: Sequence[str], directory: Path) -> DiseaseModel:
+        """The model saved in `directory`, else read from the sources and saved there."""
+        path = directory / "diseases.json"
+        if path.is_file():
+            return cls.load(path)
+        model = cls.read(specs)
+        directory.mkdir(parents=True, exist_ok=True)
+        write_json(
+            path,
+            {
+                "format": FORMAT_VERSION,
+                "specs": model.specs,
+                "diseases": [asdict(d) for d in model.diseases],
+            },
+        )
+        return model
+
+    @classmethod
+    def load(cls, path: Path) -> DiseaseModel:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            if raw.get("format") != FORMAT_VERSION:
+                raise ValueError(f"format {raw.get('format')!r}, expected {FORMAT_VERSION}")
+            return cls(list(raw["specs"]), [Disease(**d) for d in raw["diseases"]])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DataFormatError(f"{path}: not a saved disease model ({exc}); delete it to rebuild") from exc
+
+    def base_rates(self) -> list[float]:
+        """Each disease's base rate (summing to 1): rare diseases share `RARE_SHARE`, common ones the rest."""
+        rare = sum(d.rare for d in self.diseases)
+        common = len(self.diseases) - rare
+        rare_share = RARE_SHARE if rare and common else float(bool(rare))
+        return [rare_share / rare if d.rare else (1.0 - rare_share) / common for d in self.diseases]
+
+
+def _diseases(records: SourceRecords) -> list[Disease]:
+    diseases = []
+    for record in records.records:
+        code = _ICD10.search(record.description or "")
+        diseases.append(
+            Disease(
+                name=record.name,
+                source=records.name,
+                key=record.key,
+                description=record.description,
+                icd10=code.group(1) if code else None,
+                symptoms=list(record.relations.get(Relation.HAS_SYMPTOM, [])),
+                tests=list(record.relations.get(Relation.RECOMMEND_TEST, [])),
+                drugs=list(record.relations.get(Relation.RECOMMEND_DRUG, [])),
+                cures=list(record.relations.get(Relation.RECOMMEND_CURE, [])),
+            )
+        )
+    return diseases
+
+
+def _join(present: Disease, other: Disease) -> None:
+    for name in ("symptoms", "tests", "drugs", "cures"):
+        mine: list[str] = getattr(present, name)
+        mine.extend(item for item in getattr(other, name) if item not in mine)
+    present.icd10 = present.icd10 or other.icd10
+    present.description = present.description or other.description

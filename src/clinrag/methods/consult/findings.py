@@ -1,0 +1,686 @@
+"""Findings understood from a patient's own words: concepts of a `Vocabulary` with a status (present, absent,
+uncertain), the patient's age, sex, the duration and onset of the complaint, and what could not be mapped.
+
+Concept mentions are found by phrase matching on a blank spaCy pipeline (longest match wins), plus a few
+lay constructions ("pain on the right side of my chest when I breathe" → pleuritic chest pain). Given an
+embedder, a clause left without a mention is matched by meaning to the concepts with a lay name ("it burns
+when I pee" → painful urination): cosine of its embedding with their names and short synonyms. Negation,
+hedging and findings of someone else ("my wife has a fever") are NegEx scopes (negspacy) with patient-language
+cue lists; the measurement that chose this over medspaCy's ConText is in the module's test file."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import spacy
+from negspacy.negation import Negex  # noqa: F401  (registers the "negex" factory)
+from negspacy.termsets import termset
+from pydantic import BaseModel, Field
+from spacy.matcher import PhraseMatcher
+from spacy.tokens import Doc, Span
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.embed.base import Embedder
+from clinrag.methods.consult.vocabulary import Concept, Vocabulary
+
+FindingStatus = Literal["present", "absent", "uncertain"]
+Sex = Literal["female", "male"]
+Onset = Literal["sudden", "gradual"]
+MAX_TEXT_CHARS = 20_000
+LABEL = "FINDING"
+CONTEXT_PIPES = ("negation", "hedging", "someone_else")
+
+# --- negation, hedging, someone else's finding: NegEx cue lists ------------------------------------------
+_NEGATION = termset("en_clinical")
+_NEGATION.add_patterns(
+    {
+        "pseudo_negations": ["not sure", "not certain", "no idea", "not only"],
+        "preceding_negations": [
+            "haven't",
+            "hasn't",
+            "havent",
+            "hasnt",
+            "nor",
+            "neither",
+            "no longer",
+            "none",
+        ],
+        "following_negations": ["gone", "resolved", "went away", "is gone"],
+        "termination": ["and now", "instead", "just"],
+    }
+)
+_HEDGING = {
+    "pseudo_negations": ["no doubt", "definitely"],
+    "preceding_negations": [
+        "maybe",
+        "possibly",
+        "perhaps",
+        "probably",
+        "might have",
+        "may have",
+        "might be",
+        "may be",
+        "could be",
+        "could have",
+        "not sure",
+        "unsure",
+        "not certain",
+        "i think",
+        "i wonder",
+        "wondering if",
+        "kind of",
+        "sort of",
+        "possible",
+        "questionable",
+        "suspected",
+        "i guess",
+        "borderline",
+    ],
+    "following_negations": ["i think", "i'm not sure", "not sure", "?"],
+    "termination": _NEGATION.get_patterns()["termination"],
+}
+_RELATIVES = [
+    "wife",
+    "husband",
+    "partner",
+    "mother",
+    "mom",
+    "mum",
+    "father",
+    "dad",
+    "son",
+    "daughter",
+    "brother",
+    "sister",
+    "child",
+    "kids",
+    "children",
+    "baby",
+    "friend",
+    "colleague",
+    "grandmother",
+    "grandfather",
+    "aunt",
+    "uncle",
+    "cousin",
+    "roommate",
+    "family",
+]
+_SOMEONE_ELSE = {
+    "pseudo_negations": [],
+    "preceding_negations": [f"{owner} {who}" for owner in ("my", "our", "his", "her") for who in _RELATIVES]
+    + ["family history of", "runs in my family", "runs in the family"],
+    "following_negations": ["runs in my family", "runs in the family"],
+    "termination": [
+        *_NEGATION.get_patterns()["termination"],
+        "and i",
+        "i have",
+        "i've",
+        "i had",
+        "i am",
+        "i'm",
+    ],
+}
+
+# --- lay constructions: "<pain word> … <body part>" → "<body part> pain" ---------------------------------
+_PAIN = {
+    "pain",
+    "pains",
+    "painful",
+    "ache",
+    "aches",
+    "aching",
+    "hurt",
+    "hurts",
+    "hurting",
+    "sore",
+    "soreness",
+    "discomfort",
+    "tightness",
+    "pressure",
+}
+_BODY = {
+    "chest": ("chest pain",),
+    "stomach": ("abdominal pain",),
+    "belly": ("abdominal pain",),
+    "tummy": ("abdominal pain",),
+    "abdomen": ("abdominal pain",),
+    "head": ("headache",),
+    "throat": ("sore throat", "throat pain"),
+    "back": ("back pain",),
+    "ear": ("ear pain", "otalgia"),
+    "ears": ("ear pain", "otalgia"),
+    "joint": ("arthralgia", "joint pain"),
+    "joints": ("arthralgia", "joint pain"),
+    "muscle": ("myalgia", "muscle pain"),
+    "muscles": ("myalgia", "muscle pain"),
+    "neck": ("neck pain",),
+    "eye": ("eye pain",),
+    "eyes": ("eye pain",),
+    "leg": ("leg pain",),
+    "legs": ("leg pain",),
+    "arm": ("arm pain",),
+    "arms": ("arm pain",),
+    "knee": ("knee pain",),
+    "shoulder": ("shoulder pain",),
+}
+_BREATHING = {"breathe", "breathing", "breath", "inhale", "inhaling", "breaths"}
+_PLEURITIC = ("pleuritic chest pain", "pain that is increased when you breathe in deeply")
+_SPUTUM = {"phlegm", "mucus", "sputum", "productive", "green", "yellow"}
+_COUGH = {"cough", "coughing", "coughs"}
+# Everyday words and phrases → the names a vocabulary may use for them, first known wins.
+_LAY_PHRASES = {
+    "dizzy": ("dizziness",),
+    "short of breath": ("shortness of breath", "dyspnea"),
+    "out of breath": ("shortness of breath", "dyspnea"),
+    "breathless": ("shortness of breath", "dyspnea"),
+    "nauseous": ("nausea",),
+    "nauseated": ("nausea",),
+    "constipated": ("constipation",),
+    "jaundiced": ("jaundice",),
+    "feverish": ("fever",),
+    "itchy": ("pruritus",),
+    "throwing up": ("vomiting",),
+    "blood in my stool": ("hematochezia", "blood in stool"),
+    "blood in the stool": ("hematochezia", "blood in stool"),
+    "swelling in my legs": ("lower limb edema", "edema"),
+    "swollen legs": ("lower limb edema", "edema"),
+    "swollen ankles": ("ankle swelling", "edema"),
+}
+# Single words that some HPO synonyms use but that mean nothing clinical in a patient's sentence.
+_EVERYDAY = frozenset(
+    {
+        "odd",
+        "weird",
+        "tall",
+        "short",
+        "small",
+        "large",
+        "thin",
+        "cold",
+        "hot",
+        "slow",
+        "fast",
+        "high",
+        "low",
+        "big",
+        "long",
+        "normal",
+        "absent",
+        "present",
+        "mild",
+        "severe",
+        "spinning",
+    }
+)
+LAY_WINDOW = 8  # tokens between a pain word and its body part ("pain on the right side of my chest")
+
+# --- unmapped complaints ----------------------------------------------------------------------------------
+_CLAUSE_SPLIT = re.compile(r"[,;.!?]|\b(?:and|but|for|since|because|when|which|while|also|plus)\b", re.I)
+_COMPLAINT_CUE = re.compile(
+    r"\b(?:pains?|aches?|aching|hurts?|sore|swollen|swelling|itch(?:y|ing)?|burning|bleeding|lump|numb|"
+    r"tingl\w*|weak|tired|dizzy|trouble|difficulty|problems?|feel(?:ing)?|noticed|have|had|having|got|"
+    r"suffer\w*|experienc\w*|complain\w*|knee|foot|feet|toes?|hands?|fingers?|skin|hip|wrist|ankle|"
+    r"chest|stomach|belly|head|throat|back|neck|legs?|arms?|eyes?|ears?)\b",
+    re.I,
+)
+_FILLER = re.compile(
+    r"^(?:(?:i|i've|i'm|ive|im|have|has|had|having|been|got|a|an|the|some|my|also|really|very|bad|"
+    r"feel|feeling|am|is|was|noticed|and|with|he|she|they|patient)\s+)+",
+    re.I,
+)
+_NOT_COMPLAINT = re.compile(r"^\d+$|\b(?:year|years|old|days?|weeks?|months?|hours?|yesterday|today|ago)\b")
+
+# --- a clause's meaning (with an embedder) ----------------------------------------------------------------
+# Chosen on tests/data/consult/findings_dev.jsonl (`python -m tests.methods.consult.test_findings` prints the
+# precision and recall per threshold).
+SEMANTIC_THRESHOLD = 0.7
+NEGATION_MARGIN = 0.03  # how much closer the clause without its inability word must be for it to negate
+MAX_FORMS = 3  # surfaces embedded per concept: its lay names, then its shortest names and synonyms
+MAX_FORM_WORDS = 4
+MIN_CLAUSE_WORDS = 2  # a lone word left by a cut ("arms and legs") says too little
+_STATEMENT = "I have {}"  # a concept read as a patient says it, the way clauses are written
+_CLAUSE_BREAKS = frozenset(
+    {",", ";", ":", ".", "!", "?", "(", ")", "and", "but", "plus", "also", "though", "although", "yet"}
+)
+# "I can't sleep" is a complaint, "I don't cough" a denial: an inability word negates only when the clause
+# without it is closer to the concept.
+_INABILITY = re.compile(r"\b(?:cannot|unable to|(?:ca|can|could|wo)n[’']?t)\b", re.I)
+# Childish or slang words the embedder reads poorly, as the words a symptom name uses.
+_LAY_WORDS = {
+    "pee": "urinate",
+    "wee": "urinate",
+    "peeing": "urinating",
+    "weeing": "urinating",
+    "poo": "stool",
+    "poop": "stool",
+    "pooing": "passing stool",
+    "tummy": "stomach",
+    "puke": "vomit",
+    "puking": "vomiting",
+}
+_LAY_WORD = re.compile(rf"\b(?:{'|'.join(_LAY_WORDS)})\b", re.I)
+_SENTINEL = "finding"  # stands for the clause's finding, so that every cue in the clause is in its scope
+
+# --- age, sex, duration, onset ----------------------------------------------------------------------------
+_AGE = [
+    re.compile(r"\b(\d{1,3})\s*[- ]?\s*(?:years?|yrs?)[- ]?old\b", re.I),
+    re.compile(r"\b(\d{1,3})\s*(?:yo|y/o|y\.o\.|yrs?)(?=\W|$)", re.I),
+    re.compile(r"\b(?:aged?|age:)\s*(\d{1,3})\b", re.I),
+    re.compile(
+        r"\b(?:i am|i'm|im|i’m)\s+(\d{1,3})\b(?!\s*(?:%|kg|lbs?|cm|days?|weeks?|months?|hours?|times))", re.I
+    ),
+]
+_PATIENT_NOUN = r"(woman|man|female|male|lady|gentleman|girl|boy|guy)"
+_SEX = [
+    re.compile(rf"\b(?:i am|i'm|im|i’m)\s+(?:a|an)\s+(?:[\w-]+\s+){{0,3}}?{_PATIENT_NOUN}\b", re.I),
+    re.compile(rf"\b(?:years?|yrs?)[- ]old\s+{_PATIENT_NOUN}\b", re.I),
+    re.compile(rf"\b(?:yo|y/o)\s+{_PATIENT_NOUN}\b", re.I),
+    re.compile(rf"^\W*(?:a|an|the)\s+(?:[\w-]+\s+){{0,2}}?{_PATIENT_NOUN}\b", re.I),
+    re.compile(rf"\b{_PATIENT_NOUN}\s+(?:patient|aged|of\s+\d)", re.I),
+    re.compile(r"\b(?:sex|gender)\s*:\s*(female|male|f|m)\b", re.I),
+]
+_FEMALE = {"woman", "female", "lady", "girl", "f"}
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|me|my|im|ive)\b", re.I)
+_HE = re.compile(r"\b(?:he|him|his)\b", re.I)
+_SHE = re.compile(r"\b(?:she|her|hers)\b", re.I)
+_NUMBER_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "couple of": 2,
+    "a couple of": 2,
+    "few": 3,
+    "a few": 3,
+    "several": 3,
+}
+_UNIT_DAYS = {"hour": 1 / 24, "day": 1, "night": 1, "week": 7, "month": 30, "year": 365}
+_COUNT = (
+    r"(\d+(?:\.\d+)?|a couple of|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|"
+    r"nine|ten|eleven|twelve)"
+)
+_DURATION = re.compile(
+    rf"\b(?:for|over|in|since|past|last)?\s*(?:the\s+)?(?:past|last)?\s*{_COUNT}\s+(hour|day|night|week|month|year)s?"
+    r"(?![- ]old)(?:\s+(?:now|ago))?\b",
+    re.I,
+)
+_SINCE = {
+    "yesterday": 1.0,
+    "last night": 1.0,
+    "this morning": 0.5,
+    "today": 0.5,
+    "last week": 7.0,
+    "last month": 30.0,
+    "last year": 365.0,
+}
+_SINCE_PHRASE = re.compile(
+    r"\b(?:since|from)\s+(yesterday|last night|this morning|today|last week|last month|"
+    r"last year)\b",
+    re.I,
+)
+_SUDDEN = re.compile(
+    r"\b(?:suddenly|sudden|abrupt(?:ly)?|all of a sudden|out of nowhere|out of the blue|"
+    r"came on (?:fast|quickly))\b",
+    re.I,
+)
+_GRADUAL = re.compile(
+    r"\b(?:gradual(?:ly)?|slowly|little by little|over (?:several|a few|the) (?:days|weeks)|"
+    r"came on slowly)\b",
+    re.I,
+)
+
+
+class Finding(BaseModel):
+    concept_id: str
+    concept: str  # the concept's preferred name
+    ids: list[str]  # every id the concept carries (merged vocabularies)
+    status: FindingStatus
+    text: str  # the span as written
+    start: int  # character offsets in the input
+    end: int
+
+
+class Duration(BaseModel):
+    text: str
+    days: float | None = None
+
+
+class OnsetPhrase(BaseModel):
+    kind: Onset
+    text: str
+
+
+class Findings(BaseModel):
+    findings: list[Finding] = Field(default_factory=list)
+    age: int | None = None
+    sex: Sex | None = None
+    duration: Duration | None = None
+    onset: OnsetPhrase | None = None
+    not_understood: list[str] = Field(default_factory=list)
+
+    def with_status(self, status: FindingStatus) -> list[Finding]:
+        return [finding for finding in self.findings if finding.status == status]
+
+
+@dataclass(frozen=True)
+class Mention:
+    start: int  # token offsets
+    end: int
+    concept: Concept
+
+
+class FindingExtractor:
+    """Findings of one text against one vocabulary; build once (the matcher holds every surface form)."""
+
+    def __init__(
+        self,
+        vocabulary: Vocabulary,
+        embedder: Embedder | None = None,
+        *,
+        lay_names: Iterable[str] | None = None,
+        threshold: float = SEMANTIC_THRESHOLD,
+    ) -> None:
+        """`embedder` turns the matching by meaning on, against the concepts of `lay_names` (the names
+        patients use, such as a disease table's symptoms; default: every concept with a plain symptom name or
+        a DDXPlus question)."""
+        self.vocabulary = vocabulary
+        self.threshold = threshold
+        self.nlp = spacy.blank("en")
+        self.nlp.add_pipe("sentencizer")
+        self.nlp.add_pipe("negex", name="negation", config={"neg_termset": _NEGATION.get_patterns()})
+        self.nlp.add_pipe(
+            "negex", name="hedging", config={"neg_termset": _HEDGING, "extension_name": "hedged"}
+        )
+        self.nlp.add_pipe(
+            "negex", name="someone_else", config={"neg_termset": _SOMEONE_ELSE, "extension_name": "other"}
+        )
+        self.matcher = PhraseMatcher(self.nlp.vocab, attr="LOWER")
+        surfaces = {key: c for key, c in vocabulary.surfaces().items() if key not in _EVERYDAY}
+        for phrase, names in _LAY_PHRASES.items():
+            if phrase not in surfaces and (concept := self._first_known(names)) is not None:
+                surfaces[phrase] = concept
+        self._concepts = list(surfaces.values())
+        for number, doc in enumerate(self.nlp.tokenizer.pipe(surfaces)):
+            self.matcher.add(str(number), [doc])
+        self.meanings = None if embedder is None else MeaningIndex(vocabulary, embedder, lay_names)
+
+    def extract(self, text: str) -> Findings:
+        if not text or not text.strip():
+            raise InvalidInputError("the text is empty: describe the complaint in a few words")
+        if len(text) > MAX_TEXT_CHARS:
+            raise InvalidInputError(
+                f"the text has {len(text):,} characters; at most {MAX_TEXT_CHARS:,} can be read at once"
+            )
+        doc = self.nlp.get_pipe("sentencizer")(self.nlp.make_doc(text))
+        mentions = _resolve(self._phrase_mentions(doc) + self._lay_mentions(doc))
+        doc.ents = [Span(doc, m.start, m.end, label=LABEL) for m in mentions]
+        doc = self._context(doc)
+        findings = [
+            _finding(mention.concept, span, _status(span))
+            for mention, span in zip(mentions, doc.ents, strict=True)
+            if not span._.other
+        ]
+        if self.meanings is not None:
+            findings = sorted(findings + self._meant(doc), key=lambda finding: finding.start)
+        return Findings(
+            findings=findings,
+            age=_age(text),
+            sex=_sex(text),
+            duration=_duration(text),
+            onset=_onset(text),
+            not_understood=_not_understood(doc, [(f.start, f.end) for f in findings] + _offsets(doc.ents)),
+        )
+
+    def _context(self, doc: Doc) -> Doc:
+        for name in CONTEXT_PIPES:
+            doc = self.nlp.get_pipe(name)(doc)
+        return doc
+
+    def _meant(self, doc: Doc) -> list[Finding]:
+        """Findings of the clauses without a mention, by meaning."""
+        assert self.meanings is not None
+        clauses = [clause for clause in _clauses(doc) if not clause.ents]
+        if not clauses:
+            return []
+        plain = [_LAY_WORD.sub(lambda m: _LAY_WORDS[m.group(0).lower()], clause.text) for clause in clauses]
+        affirmed = [_INABILITY.sub(" ", text) for text in plain]
+        texts = list(dict.fromkeys([*plain, *affirmed]))
+        scores = self.meanings.scores(texts)
+        row = {text: k for k, text in enumerate(texts)}
+        findings = []
+        for clause, text, without in zip(clauses, plain, affirmed, strict=True):
+            as_written, without_inability = scores[row[text]], scores[row[without]]
+            best = np.maximum(as_written, without_inability)
+            index = int(np.argmax(best))
+            if best[index] < self.threshold:
+                continue
+            cues = self._context(self._framed(text))
+            if any(span._.other for span in cues.ents):
+                continue
+            negated = text == without or without_inability[index] > as_written[index] + NEGATION_MARGIN
+            status: FindingStatus = (
+                "uncertain"
+                if any(span._.hedged for span in cues.ents)
+                else "absent"
+                if negated and any(span._.negex for span in cues.ents)
+                else "present"
+            )
+            findings.append(_finding(self.meanings.concepts[index], clause, status))
+        return findings
+
+    def _framed(self, clause: str) -> Doc:
+        """The clause between two stand-ins for its finding, as the context pipes' entities."""
+        doc = self.nlp.make_doc(f"{_SENTINEL} {clause} {_SENTINEL}")
+        for token in doc:
+            token.is_sent_start = token.i == 0
+        doc.ents = [Span(doc, 0, 1, label=LABEL), Span(doc, len(doc) - 1, len(doc), label=LABEL)]
+        return doc
+
+    def _phrase_mentions(self, doc: Doc) -> list[Mention]:
+        return [
+            Mention(start, end, self._concepts[int(self.nlp.vocab.strings[match_id])])
+            for match_id, start, end in self.matcher(doc)
+        ]
+
+    def _lay_mentions(self, doc: Doc) -> list[Mention]:
+        mentions = []
+        for sentence in doc.sents:
+            words = [token.lower_ for token in sentence]
+            for i, word in enumerate(words):
+                if word in _PAIN:
+                    mentions.extend(self._body_pain(sentence, words, i))
+                if word in _COUGH:
+                    mentions.extend(self._productive_cough(sentence, words, i))
+        return mentions
+
+    def _body_pain(self, sentence: Span, words: list[str], i: int) -> list[Mention]:
+        low, high = max(0, i - LAY_WINDOW), min(len(words), i + LAY_WINDOW + 1)
+        parts = [j for j in range(low, high) if words[j] in _BODY]
+        if not parts:
+            return []
+        j = min(parts, key=lambda k: abs(k - i))
+        start, end = min(i, j), max(i, j) + 1
+        candidates = _BODY[words[j]]
+        if words[j] == "chest":
+            breath = [k for k in range(end, min(len(words), end + 5)) if words[k] in _BREATHING]
+            if breath:
+                end, candidates = breath[0] + 1, (*_PLEURITIC, *candidates)
+        concept = self._first_known(candidates)
+        return [Mention(sentence.start + start, sentence.start + end, concept)] if concept else []
+
+    def _productive_cough(self, sentence: Span, words: list[str], i: int) -> list[Mention]:
+        near = [j for j in range(max(0, i - 2), min(len(words), i + 5)) if words[j] in _SPUTUM]
+        concept = self._first_known(("productive cough",)) if near else None
+        if concept is None:
+            return []
+        return [Mention(sentence.start + min(i, near[0]), sentence.start + max(i, near[-1]) + 1, concept)]
+
+    def _first_known(self, names: tuple[str, ...]) -> Concept | None:
+        return next((c for name in names if (c := self.vocabulary.lookup(name)) is not None), None)
+
+
+def _resolve(mentions: list[Mention]) -> list[Mention]:
+    """Longest first, then earliest; a mention overlapping a kept one is dropped."""
+    kept: list[Mention] = []
+    taken: set[int] = set()
+    for mention in sorted(mentions, key=lambda m: (m.start - m.end, m.start)):
+        tokens = set(range(mention.start, mention.end))
+        if not tokens & taken:
+            kept.append(mention)
+            taken |= tokens
+    return sorted(kept, key=lambda m: m.start)
+
+
+class MeaningIndex:
+    """Embeddings of the lay-named concepts' surface forms; a text's score for a concept is its best cosine
+    with one of the concept's forms."""
+
+    def __init__(self, vocabulary: Vocabulary, embedder: Embedder, lay_names: Iterable[str] | None) -> None:
+        self.embedder = embedder
+        if lay_names is None:
+            named = {c.id: [] for c in vocabulary.concepts if any(i.startswith(_LAY_IDS) for i in c.ids)}
+        else:
+            named = {}
+            for name in lay_names:
+                if (concept := vocabulary.lookup(name)) is not None:
+                    named.setdefault(concept.id, []).append(name)
+        by_id = {concept.id: concept for concept in vocabulary.concepts}
+        self.concepts = [by_id[concept_id] for concept_id in named]
+        forms: list[str] = []
+        starts: list[int] = []
+        for concept in self.concepts:
+            starts.append(len(forms))
+            forms.extend(_forms(concept, named[concept.id]))
+        self._starts = np.array(starts)
+        self._vectors = embedder.encode([_STATEMENT.format(form) for form in forms])
+
+    def scores(self, texts: list[str]) -> np.ndarray:
+        """(len(texts), len(concepts)) best cosines."""
+        return np.maximum.reduceat(self.embedder.encode(texts) @ self._vectors.T, self._starts, axis=1)
+
+
+_LAY_IDS = ("symptom:", "ddxplus:")
+
+
+def _forms(concept: Concept, lay_names: list[str]) -> list[str]:
+    """The names a patient is likeliest to use for the concept: the lay names first, then the shortest."""
+    short = sorted(
+        (s for s in concept.surfaces if len(s.split()) <= MAX_FORM_WORDS and not s.endswith("?")),
+        key=lambda s: len(s.split()),
+    )
+    forms = {surface.casefold(): surface for surface in [*lay_names, *short]}
+    return list(forms.values())[:MAX_FORMS] or [concept.name]
+
+
+def _clauses(doc: Doc) -> list[Span]:
+    """Each sentence cut at punctuation and coordinating words ("it burns when I pee" stays whole)."""
+    clauses = []
+    for sentence in doc.sents:
+        start = sentence.start
+        for token in [*sentence, None]:
+            end = sentence.end if token is None else token.i
+            if token is not None and token.lower_ not in _CLAUSE_BREAKS:
+                continue
+            if sum(doc[i].is_alpha for i in range(start, end)) >= MIN_CLAUSE_WORDS:
+                clauses.append(doc[start:end])
+            start = end + 1
+    return clauses
+
+
+def _offsets(spans: Iterable[Span]) -> list[tuple[int, int]]:
+    return [(span.start_char, span.end_char) for span in spans]
+
+
+def _status(span: Span) -> FindingStatus:
+    return "uncertain" if span._.hedged else "absent" if span._.negex else "present"
+
+
+def _finding(concept: Concept, span: Span, status: FindingStatus) -> Finding:
+    return Finding(
+        concept_id=concept.id,
+        concept=concept.name,
+        ids=list(concept.ids),
+        status=status,
+        text=span.text,
+        start=span.start_char,
+        end=span.end_char,
+    )
+
+
+def _not_understood(doc: Doc, covered: list[tuple[int, int]]) -> list[str]:
+    """Clauses that read like a complaint but contain no finding (`covered`: the findings' offsets)."""
+    phrases: list[str] = []
+    text = doc.text
+    position = 0
+    for piece in [*_CLAUSE_SPLIT.split(text)]:
+        start = text.find(piece, position) if piece else position
+        position = start + len(piece)
+        if not piece.strip() or any(s < position and e > start for s, e in covered):
+            continue
+        if not _COMPLAINT_CUE.search(piece):
+            continue
+        phrase = _FILLER.sub("", piece.strip()).strip()
+        if len(phrase) > 2 and not _NOT_COMPLAINT.search(phrase.lower()) and not _NEGATIVE_ONLY.match(phrase):
+            phrases.append(phrase)
+    return list(dict.fromkeys(phrases))
+
+
+_NEGATIVE_ONLY = re.compile(r"^(?:no|not|nothing|none|never|don't|do not|doesn't)\b.{0,12}$", re.I)
+
+
+def _age(text: str) -> int | None:
+    for pattern in _AGE:
+        for match in pattern.finditer(text):
+            age = int(match.group(1))
+            if 0 < age < 120:
+                return age
+    return None
+
+
+def _sex(text: str) -> Sex | None:
+    for pattern in _SEX:
+        if match := pattern.search(text):
+            return "female" if match.group(1).lower() in _FEMALE else "male"
+    if _FIRST_PERSON.search(text):
+        return None  # the patient speaks: "he"/"she" is someone else
+    he, she = len(_HE.findall(text)), len(_SHE.findall(text))
+    return "male" if he > she else "female" if she > he else None
+
+
+def _duration(text: str) -> Duration | None:
+    if match := _DURATION.search(text):
+        count = match.group(1).lower()
+        number = float(count) if count[0].isdigit() else float(_NUMBER_WORDS[count])
+        return Duration(
+            text=match.group(0).strip(), days=round(number * _UNIT_DAYS[match.group(2).lower()], 3)
+        )
+    if match := _SINCE_PHRASE.search(text):
+        return Duration(text=match.group(0), days=_SINCE[match.group(1).lower()])
+    return None
+
+
+def _onset(text: str) -> OnsetPhrase | None:
+    found = [
+        (match.start(), kind, match.group(0))
+        for kind, pattern in (("sudden", _SUDDEN), ("gradual", _GRADUAL))
+        if (match := pattern.search(text))
+    ]
+    if not found:
+        return None
+    _, kind, phrase = min(found)
+    return OnsetPhrase(kind=kind, text=phrase)

@@ -1,0 +1,149 @@
+"""`consult`: the grounded consultation as a method — `clinrag consult`, `POST /v1/consult` and
+`clinrag eval run --method consult` all answer through it. No chat model is used: the answer is built from
+the findings, the disease knowledge and (when given) similar past patients."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import Field, field_validator
+
+from clinrag.core.models import Answer, Case, RankedDiagnosis, StructuredResult
+from clinrag.methods.answering import option_key
+from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
+from clinrag.methods.consult.compose import render
+from clinrag.methods.consult.consultant import Consultant, ConsultState
+from clinrag.methods.consult.differential import Differential, Experience
+from clinrag.methods.consult.diseases import DiseaseModel
+from clinrag.methods.consult.findings import FindingExtractor
+from clinrag.methods.consult.vocabulary import Vocabulary
+from clinrag.methods.registry import register
+
+DEFAULT_KNOWLEDGE = "packaged:faker-diseases,packaged:hpo-diseases"
+
+
+class ConsultConfig(MethodConfig):
+    method_name: ClassVar[str] = "consult"
+
+    # Disease knowledge: graph sources, comma-separated, as `clinrag graph build -s` names them.
+    knowledge: str = DEFAULT_KNOWLEDGE
+    # Similar past patients: DATASET:PATH (ddxplus, dialmed, icraft); in an evaluation, the dataset's other
+    # patients are used when this is not set.
+    patients: str | None = None
+    questions: int = Field(default=3, ge=0, le=10)
+    abstain_below: float = Field(default=0.1, ge=0.0, le=1.0)
+
+    @field_validator("knowledge")
+    @classmethod
+    def _sources(cls, value: str) -> str:
+        parts = [part.strip() for part in value.split(",") if part.strip()]
+        if not parts:
+            raise ValueError("name at least one knowledge source")
+        malformed = [part for part in parts if not all(side.strip() for side in part.partition(":")[::2])]
+        if malformed:
+            raise ValueError(f"a source is KIND:PATH or packaged:NAME, got {', '.join(malformed)}")
+        return value
+
+    @field_validator("patients")
+    @classmethod
+    def _patients(cls, value: str | None) -> str | None:
+        if value is not None and ":" not in value:
+            raise ValueError("expected DATASET:PATH, e.g. ddxplus:../shared/data/ddxplus")
+        if value is not None and value.startswith("synthetic:"):
+            raise ValueError("a synthetic cohort is not clinical experience: give a real patient base")
+        return value
+
+    def sources(self) -> list[str]:
+        return [part.strip() for part in self.knowledge.split(",") if part.strip()]
+
+
+class ConsultMethod(Method):
+    name = "consult"
+
+    def __init__(self, consultant: Consultant) -> None:
+        self.consultant = consultant
+
+    async def aanswer(self, case: Case) -> Answer:
+        return await asyncio.to_thread(self._consult, case)
+
+    def _consult(self, case: Case) -> Answer:
+        text = case.patient.initial_presentation if case.patient else case.question
+        # A case that is itself in the patient base is left out of the experience (leave-case-out).
+        consultant = self.consultant.leaving_out(case.id)
+        return self.answer_state(case, consultant.start(text), consultant)
+
+    def answer_state(self, case: Case, state: ConsultState, consultant: Consultant | None = None) -> Answer:
+        """The answer for what is known of the patient now (the text, and any answers to questions since)."""
+        consultant = consultant or self.consultant
+        answer = Answer(case_id=case.id, method=self.name)
+        with answer.trace.step("consult.findings") as step:
+            step.output = state.findings.model_dump(mode="json") | {"answered": state.answered}
+        with answer.trace.step("consult.report") as step:
+            report, evidence = consultant.report(state, case.language)
+            step.output = {"abstained": report.abstained, "reason": report.abstention_reason}
+        answer.evidence = evidence
+        answer.details = report.model_dump(mode="json")
+        answer.text = render(report.sentences)
+        ranked = [
+            d
+            for d in report.differential
+            if not case.options or option_key(d.name, case.options) in case.options
+        ]
+        if ranked:
+            ddx = [RankedDiagnosis(name=d.name, probability=d.probability, code=d.icd10) for d in ranked]
+            answer.result = StructuredResult(choice=option_key(ddx[0].name, case.options), ddx=ddx)
+        if report.abstained:
+            answer.error = f"abstained: {report.abstention_reason}"
+        return answer
+
+
+def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultant:
+    sources = config.sources()
+    key = ",".join(
+        sorted(
+            s if s.startswith("packaged:") else f"{s.split(':', 1)[0]}:{Path(s.split(':', 1)[1]).resolve()}"
+            for s in sources
+        )
+    )
+    model = DiseaseModel.open(sources, context.settings.built_base_path("consult", key))
+    vocabulary = Vocabulary.from_hpo()
+    for spec in sources:
+        if spec.startswith("ddxplus:"):
+            vocabulary = vocabulary.merge(Vocabulary.from_ddxplus(spec.split(":", 1)[1]))
+    names = {symptom for disease in model.diseases for symptom in disease.symptoms}
+    vocabulary = vocabulary.merge(Vocabulary.from_names(sorted(names), "graph"))
+    records, labels = context.experience, context.labels
+    if config.patients is not None:
+        records, labels = _patients(config.patients)
+    experience = Experience.count(records, labels, model, vocabulary) if records else None
+    # Clauses no phrase matches are matched by meaning to the findings that have lay names: those of the
+    # common diseases (embedding the rare-disease phenotypes too would take minutes).
+    lay = sorted({s for disease in model.diseases if not disease.rare for s in disease.symptoms})
+    return Consultant(
+        Differential(model, vocabulary, experience),
+        FindingExtractor(vocabulary, context.embedder, lay_names=lay),
+        questions=config.questions,
+        abstain_below=config.abstain_below,
+    )
+
+
+def _patients(spec: str):
+    from clinrag.patients.loaders import load_patient_dataset
+
+    dataset, _, path = spec.partition(":")
+    records, _ = load_patient_dataset(dataset, Path(path))  # type: ignore[arg-type]
+    return records, {r.id: r.codes.get("diagnosis", []) for r in records}
+
+
+SPEC = register(
+    MethodSpec(
+        name="consult",
+        description="no LLM: grounded consultation — findings, a differential from the disease knowledge "
+        "(and similar patients), next questions and steps, an answer citing its evidence",
+        config=ConsultConfig,
+        factory=lambda context, config: ConsultMethod(build_consultant(context, config)),
+        uses_llm=False,
+    )
+)

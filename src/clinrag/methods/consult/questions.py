@@ -1,0 +1,57 @@
+"""The next questions: the findings whose answer would most reduce the uncertainty of the differential
+(expected information gain: the entropy now minus the expected entropy after a yes or a no)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import numpy as np
+
+from clinrag.methods.consult.differential import Differential
+from clinrag.methods.consult.vocabulary import Concept
+
+CANDIDATE_DISEASES = 10  # questions come from the findings of the leading diseases
+
+
+@dataclass(frozen=True)
+class Question:
+    concept: str  # concept id
+    name: str  # the finding's name as the knowledge gives it
+    gain: float  # expected information gain (nats)
+    p_yes: float  # the probability of a yes under the current differential
+
+
+def entropy(p: np.ndarray) -> float:
+    nonzero = p[p > 0]
+    return float(-(nonzero * np.log(nonzero)).sum())
+
+
+def askable(concept: Concept) -> bool:
+    """A finding a patient can be asked about in plain words: one a lay symptom list names, or a DDXPlus
+    question (HPO's other terms are clinicians' words: "abnormal lung morphology")."""
+    return any(alias.startswith(("symptom:", "ddxplus:")) for alias in concept.ids)
+
+
+def next_questions(
+    differential: Differential, posterior: np.ndarray, asked: Collection[str], n: int = 3
+) -> list[Question]:
+    """The `n` most informative askable findings not yet asked about, most informative first."""
+    leading = np.argsort(-posterior, kind="stable")[:CANDIDATE_DISEASES]
+    candidates: dict[str, str] = {}
+    for row in leading:
+        for symptom in differential.model.diseases[row].symptoms:
+            concept = differential.vocabulary.lookup(symptom)
+            if concept is not None and concept.id not in asked and askable(concept):
+                candidates.setdefault(concept.id, concept.name)
+    now = entropy(posterior)
+    questions = []
+    for concept, name in candidates.items():
+        p = differential.likelihood(concept)
+        yes = posterior * p
+        p_yes = float(yes.sum())
+        no = posterior - yes
+        expected = p_yes * entropy(yes / p_yes) + (1 - p_yes) * entropy(no / (1 - p_yes))
+        questions.append(Question(concept, name, now - expected, p_yes))
+    questions.sort(key=lambda q: (-q.gain, q.concept))
+    return questions[:n]

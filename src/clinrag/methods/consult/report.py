@@ -1,0 +1,66 @@
+"""What a consultation returns, as data: the findings understood, the differential with what supports each
+diagnosis, the next questions, the next steps, and the answer's sentences with the evidence each rests on."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from clinrag.methods.consult.findings import FindingStatus
+
+
+class FindingOut(BaseModel):
+    concept: str  # concept id
+    name: str
+    status: FindingStatus
+    text: str  # as the patient put it ("" for an answer to a question)
+    evidence: str  # the evidence id of this finding
+
+
+class DiagnosisOut(BaseModel):
+    name: str
+    probability: float = Field(ge=0.0, le=1.0)
+    icd10: str | None = None
+    source: str
+    supporting: list[str] = Field(default_factory=list)  # findings reported that the knowledge lists for it
+    against: list[str] = Field(default_factory=list)  # findings denied that the knowledge lists for it
+    not_reported: list[str] = Field(default_factory=list)  # typical findings not reported either way
+    evidence: list[str] = Field(default_factory=list)
+
+
+class QuestionOut(BaseModel):
+    concept: str
+    finding: str  # the finding's name
+    text: str  # the question in plain words
+    gain: float  # expected information gain (nats)
+    evidence: list[str] = Field(default_factory=list)  # the facts that make it informative
+
+
+class NextStep(BaseModel):
+    diagnosis: str
+    kind: Literal["test", "drug", "care"]
+    name: str
+    evidence: str
+
+
+class Sentence(BaseModel):
+    text: str
+    evidence: list[str] = Field(default_factory=list)
+    kind: Literal["finding", "differential", "question", "step", "experience", "abstention", "advice"]
+
+
+class ConsultationReport(BaseModel):
+    findings: list[FindingOut] = Field(default_factory=list)
+    age: int | None = None
+    sex: str | None = None
+    duration: str | None = None
+    onset: str | None = None
+    not_understood: list[str] = Field(default_factory=list)
+    differential: list[DiagnosisOut] = Field(default_factory=list)
+    questions: list[QuestionOut] = Field(default_factory=list)
+    next_steps: list[NextStep] = Field(default_factory=list)
+    abstained: bool = False
+    abstention_reason: str | None = None
+    experience: str  # how similar past patients were used, or why not
+    sentences: list[Sentence] = Field(default_factory=list)

@@ -1,0 +1,351 @@
+"""Findings from free text on the real HPO and DDXPlus vocabularies; the status evaluation set and the lay
+development set are measured here too (`python -m tests.methods.consult.test_findings` prints their
+precision/recall tables, the development set's per threshold of the matching by meaning)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
+
+from clinrag.core.errors import InvalidInputError
+from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
+from clinrag.methods.consult.findings import FindingExtractor, Findings
+from clinrag.methods.consult.vocabulary import Vocabulary, question_phrases
+
+README_TEXT = (
+    "I am 45 and have had a fever, a productive cough and pain on the right side of my chest when I breathe "
+    "for three days."
+)
+
+# (text, {HPO name: gold status}); written by hand, covering patient phrasings of negation and hedging.
+STATUS_SET: list[tuple[str, dict[str, str]]] = [
+    ("No fever.", {"Fever": "absent"}),
+    ("I have no fever.", {"Fever": "absent"}),
+    ("He denies chest pain.", {"Chest pain": "absent"}),
+    ("Without vomiting.", {"Vomiting": "absent"}),
+    ("Maybe a rash.", {"Skin rash": "uncertain"}),
+    ("There is possibly some wheezing.", {"Wheezing": "uncertain"}),
+    ("I don't think I have a cough.", {"Cough": "absent"}),
+    ("Fever but no cough.", {"Fever": "present", "Cough": "absent"}),
+    ("I'm not sure if I have a headache.", {"Headache": "uncertain"}),
+    ("I have a headache.", {"Headache": "present"}),
+    ("I've had diarrhea since Monday.", {"Diarrhea": "present"}),
+    ("She has a sore throat and a runny nose.", {"Sore throat": "present", "Rhinorrhea": "present"}),
+    ("I have been vomiting all night.", {"Vomiting": "present"}),
+    ("No nausea or vomiting.", {"Nausea": "absent", "Vomiting": "absent"}),
+    ("I feel dizzy when I stand up.", {"Dizziness": "present"}),
+    ("I never had seizures.", {"Seizure": "absent"}),
+    ("He does not have a fever.", {"Fever": "absent"}),
+    ("I might have a fever, I haven't checked.", {"Fever": "uncertain"}),
+    ("Perhaps some fatigue.", {"Fatigue": "uncertain"}),
+    ("I have a cough and maybe a fever.", {"Cough": "present", "Fever": "uncertain"}),
+    ("No headache but I have back pain.", {"Headache": "absent", "Back pain": "present"}),
+    ("I am short of breath.", {"Dyspnea": "present"}),
+    ("I have shortness of breath at night.", {"Dyspnea": "present"}),
+    ("There is no blood in my stool.", {"Hematochezia": "absent"}),
+    ("I have been coughing for a week.", {"Cough": "present"}),
+    ("My joints are painful.", {"Arthralgia": "present"}),
+    (
+        "Denies fever, chills or night sweats.",
+        {"Fever": "absent", "Chills": "absent", "Night sweats": "absent"},
+    ),
+    ("Possible jaundice.", {"Jaundice": "uncertain"}),
+    ("I think I have a fever.", {"Fever": "uncertain"}),
+    ("The pain in my stomach is terrible.", {"Abdominal pain": "present"}),
+    ("I've got a terrible headache and I feel nauseous.", {"Headache": "present", "Nausea": "present"}),
+    ("No rash, no itching.", {"Skin rash": "absent", "Pruritus": "absent"}),
+    ("I'm constipated.", {"Constipation": "present"}),
+    ("I haven't had any diarrhea.", {"Diarrhea": "absent"}),
+    ("Could be palpitations, my heart feels odd.", {"Palpitations": "uncertain"}),
+    ("I have palpitations.", {"Palpitations": "present"}),
+    ("There's no swelling in my legs.", {"Edema": "absent"}),
+    ("The fever is gone now.", {"Fever": "absent"}),
+    ("I have a fever and no cough.", {"Fever": "present", "Cough": "absent"}),
+    ("I am wheezing a lot.", {"Wheezing": "present"}),
+    ("I'm not sure whether it's a rash.", {"Skin rash": "uncertain"}),
+    ("Negative for hematuria.", {"Hematuria": "absent"}),
+    ("My wife has a fever but I have a cough.", {"Cough": "present"}),
+    ("Not coughing, but wheezing.", {"Cough": "absent", "Wheezing": "present"}),
+    ("I feel very tired and have a fever.", {"Fatigue": "present", "Fever": "present"}),
+]
+STATUSES = ("present", "absent", "uncertain")
+# Lay sentences written by hand with their findings, named as the disease table (else HPO) names them; "A|B"
+# accepts either of two concepts the vocabulary keeps apart ("Nosebleeds|Epistaxis").
+DEV_SET = Path(__file__).resolve().parents[2] / "data" / "consult" / "findings_dev.jsonl"
+LAY_NAMES = sorted({name for disease in DISEASE_CORRELATIONS.values() for name in disease["symptoms"]})
+
+
+@pytest.fixture(scope="module")
+def hpo() -> Vocabulary:
+    return Vocabulary.from_hpo()
+
+
+@pytest.fixture(scope="module")
+def extractor(hpo: Vocabulary) -> FindingExtractor:
+    return FindingExtractor(hpo)
+
+
+@pytest.fixture(scope="module")
+def ddxplus(data_dir: Path) -> Vocabulary:
+    return Vocabulary.from_ddxplus(data_dir / "ddxplus")
+
+
+def _statuses(found: Findings) -> dict[str, str]:
+    return {finding.concept: finding.status for finding in found.findings}
+
+
+def status_scores(extractor: FindingExtractor) -> dict[str, dict[str, float]]:
+    """Precision and recall of each status over the evaluation set; a missed concept counts against recall,
+    a finding outside the gold against precision."""
+    predicted: Counter[str] = Counter()
+    gold: Counter[str] = Counter()
+    correct: Counter[str] = Counter()
+    for text, expected in STATUS_SET:
+        found = {extractor.vocabulary.lookup(name).id: status for name, status in expected.items()}
+        got = {f.concept_id: f.status for f in extractor.extract(text).findings}
+        gold.update(found.values())
+        predicted.update(got.values())
+        correct.update(status for concept, status in found.items() if got.get(concept) == status)
+    return {
+        status: {
+            "precision": round(correct[status] / predicted[status], 3) if predicted[status] else 0.0,
+            "recall": round(correct[status] / gold[status], 3) if gold[status] else 0.0,
+            "gold": gold[status],
+        }
+        for status in STATUSES
+    }
+
+
+@pytest.fixture(scope="module")
+def lay_vocabulary(hpo: Vocabulary) -> Vocabulary:
+    """As a consultation on the packaged disease table assembles it."""
+    return hpo.merge(Vocabulary.from_names(LAY_NAMES, "faker-diseases"))
+
+
+@pytest.fixture(scope="module")
+def by_meaning(lay_vocabulary: Vocabulary) -> FindingExtractor:
+    return FindingExtractor(lay_vocabulary, MiniLMOnnxEmbedder(), lay_names=LAY_NAMES)
+
+
+def dev_scores(extractor: FindingExtractor) -> dict[str, dict[str, float]]:
+    """Precision and recall of each status (and "all") over the development set, counted as in
+    `status_scores`; a concept found twice counts once, with its first status."""
+    predicted: Counter[str] = Counter()
+    gold: Counter[str] = Counter()
+    correct: Counter[str] = Counter()
+    for line in DEV_SET.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        got: dict[str, str] = {}
+        for finding in extractor.extract(row["text"]).findings:
+            got.setdefault(finding.concept_id, finding.status)
+        predicted.update(got.values())
+        for names, status in row["findings"].items():
+            ids = {extractor.vocabulary.lookup(name).id for name in names.split("|")}
+            gold[status] += 1
+            correct[status] += any(got.get(concept) == status for concept in ids)
+    for counter in (predicted, gold, correct):
+        counter["all"] = sum(counter[status] for status in STATUSES)
+    return {
+        status: {
+            "precision": round(correct[status] / predicted[status], 3) if predicted[status] else 0.0,
+            "recall": round(correct[status] / gold[status], 3) if gold[status] else 0.0,
+            "gold": gold[status],
+        }
+        for status in (*STATUSES, "all")
+    }
+
+
+def test_hpo_vocabulary_is_the_phenotype_subtree_and_builds_fast() -> None:
+    started = time.perf_counter()
+    hpo = Vocabulary.from_hpo()
+    assert time.perf_counter() - started < 2.0
+    fever = hpo.lookup("pyrexia")
+    assert fever is not None and fever.id == "hpo:HP:0001945" and fever.name == "Fever"
+    assert hpo.lookup("Pleuritic chest pain").id == "hpo:HP:0033771"
+    assert hpo.lookup("Autosomal dominant inheritance") is None  # outside "Phenotypic abnormality"
+    assert hpo.lookup("  FEVER!! ") is fever  # case, punctuation and whitespace folded
+
+
+def test_ddxplus_vocabulary_names_concepts_by_question(ddxplus: Vocabulary) -> None:
+    cough = ddxplus.lookup("cough")
+    assert cough.id == "ddxplus:E_201" and cough.name == "Do you have a cough?"
+    assert ddxplus.lookup("increased sweating").id == "ddxplus:E_50"
+    assert ddxplus.lookup("fever").id == "ddxplus:E_91"
+    assert {"chills", "shivers"} <= set(ddxplus.lookup("chills").synonyms)
+    assert all(c.id.startswith("ddxplus:E_") for c in ddxplus.concepts)
+    assert len(ddxplus) == 208  # the yes/no evidences of release_evidences.json
+    assert question_phrases("Do you have swollen or painful lymph nodes?") == (
+        "swollen or painful lymph nodes",
+    )
+
+
+def test_merge_joins_a_plain_name_to_the_hpo_concept(hpo: Vocabulary) -> None:
+    merged = hpo.merge(Vocabulary.from_names(["fever", "feeling blue"], "faker-diseases"))
+    fever = merged.lookup("fever")
+    assert fever.id == "hpo:HP:0001945" and "symptom:fever" in fever.ids
+    assert merged.lookup("feeling blue").id == "symptom:feeling blue"
+    assert len(merged) == len(hpo) + 1
+
+
+def test_merge_of_ddxplus_and_hpo_keeps_the_question_as_name(ddxplus: Vocabulary, hpo: Vocabulary) -> None:
+    merged = ddxplus.merge(hpo)
+    cough = merged.lookup("coughing")
+    assert cough.name == "Do you have a cough?" and "hpo:HP:0012735" in cough.ids
+
+
+def test_readme_example(extractor: FindingExtractor) -> None:
+    found = extractor.extract(README_TEXT)
+    statuses = _statuses(found)
+    assert statuses["Fever"] == "present"
+    assert statuses["Productive cough"] == "present"
+    assert statuses["Pleuritic chest pain"] == "present"
+    chest = next(f for f in found.findings if f.concept == "Pleuritic chest pain")
+    assert (
+        README_TEXT[chest.start : chest.end]
+        == chest.text
+        == "pain on the right side of my chest when I breathe"
+    )
+    assert found.age == 45 and found.sex is None
+    assert found.duration is not None and found.duration.days == 3.0
+    assert found.not_understood == []
+
+
+def test_negation_and_hedging(extractor: FindingExtractor) -> None:
+    assert _statuses(extractor.extract("no fever")) == {"Fever": "absent"}
+    assert _statuses(extractor.extract("He denies chest pain.")) == {"Chest pain": "absent"}
+    assert _statuses(extractor.extract("maybe a rash")) == {"Skin rash": "uncertain"}
+    assert _statuses(extractor.extract("Fever but no cough.")) == {"Fever": "present", "Cough": "absent"}
+
+
+def test_someone_elses_findings_are_not_the_patients(extractor: FindingExtractor) -> None:
+    found = extractor.extract("My wife has a fever but I have a cough.")
+    assert _statuses(found) == {"Cough": "present"}
+
+
+def test_third_person_vignette(extractor: FindingExtractor) -> None:
+    text = (
+        "A 62-year-old woman comes in with sudden onset of abdominal pain and vomiting for 2 days. "
+        "She has no fever. Her husband says she is possibly jaundiced."
+    )
+    found = extractor.extract(text)
+    assert found.age == 62 and found.sex == "female"
+    assert found.duration.days == 2.0
+    assert found.onset.kind == "sudden"
+    statuses = _statuses(found)
+    assert statuses["Abdominal pain"] == "present" and statuses["Vomiting"] == "present"
+    assert statuses["Fever"] == "absent"
+
+
+def test_demographics_phrasings(extractor: FindingExtractor) -> None:
+    assert extractor.extract("45 yo male with cough").age == 45
+    assert extractor.extract("45 yo male with cough").sex == "male"
+    assert extractor.extract("Aged 70, I have a cough").age == 70
+    assert extractor.extract("He has had a cough for 2 weeks.").sex == "male"
+    assert extractor.extract("He has had a cough for 2 weeks.").duration.days == 14.0
+    # the patient speaks: "she" is somebody else
+    assert extractor.extract("I have a cough and my wife says she is worried.").sex is None
+    assert extractor.extract("The cough came on gradually.").onset.kind == "gradual"
+
+
+def test_unmapped_complaints_are_listed(extractor: FindingExtractor) -> None:
+    found = extractor.extract("I have a fever and my left knee is wobbly.")
+    assert _statuses(found) == {"Fever": "present"}
+    assert found.not_understood == ["left knee is wobbly"]
+
+
+def test_ddxplus_text_maps_to_evidences(ddxplus: Vocabulary) -> None:
+    found = FindingExtractor(ddxplus).extract("I have chills and a sore throat, no diarrhea.")
+    assert {f.concept_id: f.status for f in found.findings} == {
+        "ddxplus:E_94": "present",
+        "ddxplus:E_97": "present",
+        "ddxplus:E_51": "absent",
+    }
+
+
+def test_bad_input(extractor: FindingExtractor) -> None:
+    with pytest.raises(InvalidInputError, match="empty"):
+        extractor.extract("   ")
+    with pytest.raises(InvalidInputError, match="20,000"):
+        extractor.extract("fever " * 4000)
+
+
+def test_status_precision_and_recall(extractor: FindingExtractor) -> None:
+    scores = status_scores(extractor)
+    assert len(STATUS_SET) >= 40
+    for status in STATUSES:
+        assert scores[status]["precision"] >= 0.85, scores
+        assert scores[status]["recall"] >= 0.8, scores
+
+
+def test_dev_set_is_first_person_lay_text_across_organ_systems() -> None:
+    rows = [json.loads(line) for line in DEV_SET.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) >= 80
+    statuses = Counter(status for row in rows for status in row["findings"].values())
+    assert statuses["present"] > 100 and statuses["absent"] >= 5 and statuses["uncertain"] >= 3
+
+
+def test_a_lay_clause_is_understood_by_meaning(by_meaning: FindingExtractor) -> None:
+    burns = by_meaning.extract("It burns when I pee.").findings
+    assert [(f.concept, f.status, f.text) for f in burns] == [
+        ("Painful Urination", "present", "It burns when I pee")
+    ]
+    hedged = by_meaning.extract("I think my nose is blocked up.")
+    assert _statuses(hedged) == {"Nasal congestion": "uncertain"}
+    # a clause the phrases understand is not matched again
+    assert _statuses(by_meaning.extract("I have a fever.")) == {"Fever": "present"}
+
+
+def test_negation_inability_and_someone_else_by_meaning(by_meaning: FindingExtractor) -> None:
+    assert _statuses(by_meaning.extract("I don't hear a ringing in my ears.")) == {"Tinnitus": "absent"}
+    assert _statuses(by_meaning.extract("My nose is blocked up.")) == {"Nasal congestion": "present"}
+    assert _statuses(by_meaning.extract("My wife keeps needing to pee.")) == {}
+    found = by_meaning.extract("I have a fever and my left knee is wobbly.")
+    assert _statuses(found) == {"Fever": "present"} and found.not_understood == ["left knee is wobbly"]
+
+
+def test_meaning_raises_dev_recall_without_losing_precision(
+    by_meaning: FindingExtractor, lay_vocabulary: Vocabulary
+) -> None:
+    phrases = dev_scores(FindingExtractor(lay_vocabulary))
+    meaning = dev_scores(by_meaning)
+    assert meaning["all"]["recall"] >= 2 * phrases["all"]["recall"], (phrases, meaning)
+    assert meaning["present"]["precision"] >= phrases["present"]["precision"] - 0.02, (phrases, meaning)
+    assert meaning["all"]["precision"] >= 0.75, meaning
+
+
+def test_matching_by_meaning_is_fast(lay_vocabulary: Vocabulary) -> None:
+    embedder = MiniLMOnnxEmbedder()
+    started = time.perf_counter()
+    FindingExtractor(lay_vocabulary)
+    phrases = time.perf_counter() - started
+    started = time.perf_counter()
+    extractor = FindingExtractor(lay_vocabulary, embedder, lay_names=LAY_NAMES)
+    assert time.perf_counter() - started - phrases < 3.0
+    texts = [json.loads(line)["text"] for line in DEV_SET.read_text(encoding="utf-8").splitlines()]
+    started = time.perf_counter()
+    for text in texts:
+        extractor.extract(text)
+    assert (time.perf_counter() - started) / len(texts) < 0.1
+
+
+def _table(scores: dict[str, dict[str, float]]) -> None:
+    for status, row in scores.items():
+        print(f"  {status:10} precision {row['precision']:.3f} recall {row['recall']:.3f} gold {row['gold']}")
+
+
+if __name__ == "__main__":
+    print("status set, phrases")
+    _table(status_scores(FindingExtractor(Vocabulary.from_hpo())))
+    vocabulary = Vocabulary.from_hpo().merge(Vocabulary.from_names(LAY_NAMES, "faker-diseases"))
+    print("development set, phrases")
+    _table(dev_scores(FindingExtractor(vocabulary)))
+    extractor = FindingExtractor(vocabulary, MiniLMOnnxEmbedder(), lay_names=LAY_NAMES)
+    for threshold in (0.5, 0.55, 0.6, 0.62, 0.64, 0.66, 0.68, 0.7, 0.75):
+        extractor.threshold = threshold
+        print(f"development set, phrases + meaning at {threshold}")
+        _table(dev_scores(extractor))
