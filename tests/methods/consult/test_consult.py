@@ -109,6 +109,7 @@ def test_ddxplus_knowledge_with_experience_leaves_the_case_out(consult_home: Pat
     case = text.cases[0]
     left_out = method.consultant.leaving_out(case.id).differential.experience
     assert left_out.patients.sum() == len(text.records) - 1
+    assert f"reflect {len(text.records) - 1} past patients" in method.answer(case).text
     answers = [method.answer(c) for c in text.cases[:20]]
     correct = sum(a.result.choice == c.gold.answer for a, c in zip(answers, text.cases, strict=False))
     assert correct >= 14  # experience and text understanding together; knn-vote on codes gets ~0.98

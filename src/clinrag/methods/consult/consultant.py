@@ -69,8 +69,11 @@ class Consultant:
         self.abstain_below = abstain_below
         self.diagnoses = diagnoses
         self.concepts = {concept.id: concept for concept in differential.vocabulary.concepts}
-        experience = differential.experience
-        self.patients = int(experience.patients.sum()) if experience is not None else None
+
+    def patients(self) -> int | None:
+        """How many past patients the differential draws on (None without a patient base)."""
+        experience = self.differential.experience
+        return int(experience.patients.sum()) if experience is not None else None
 
     def leaving_out(self, record_id: str) -> Consultant:
         """This consultant with one past patient left out of its experience."""
@@ -105,7 +108,7 @@ class Consultant:
             duration=duration_text(extracted.duration, language),
             onset=extracted.onset.text if extracted.onset else None,
             not_understood=list(extracted.not_understood),
-            experience=experience_sentence(self.patients, language),
+            experience=experience_sentence(self.patients(), language),
         )
         known = state.known()
         if not any(known.values()):
