@@ -164,7 +164,7 @@ def test_a_consultation_that_understands_nothing_abstains(consult_ready) -> None
         f"{consult_ready.url}/v1/consult/sessions", json={"text": "qwzx vbnm"}, timeout=600
     ).json()
     report = state["report"]
-    assert report["abstained"] and report["abstention_reason"] == "no finding was understood"
+    assert report["abstained"] and report["abstention_reason"] == "no finding the patient has was understood"
     assert report["findings"] == [] and report["differential"] == [] and report["questions"] == []
 
 

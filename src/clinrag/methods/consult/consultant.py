@@ -96,9 +96,10 @@ class Consultant:
     ) -> tuple[ConsultationReport, list[Evidence]]:
         """The consultation as data, and every piece of evidence its sentences cite."""
         evidence: dict[str, Evidence] = {}
+        said = state.statuses()
         findings = [
             self._finding(self.concepts[concept], status, text, evidence)
-            for concept, (status, text) in state.statuses().items()
+            for concept, (status, text) in said.items()
         ]
         extracted = state.findings
         report = ConsultationReport(
@@ -113,15 +114,15 @@ class Consultant:
         known = state.known()
         if not any(known.values()):
             report.abstained = True
-            report.abstention_reason = "no finding was understood"
+            report.abstention_reason = "no finding the patient has was understood"
         else:
             posterior = self.differential.posterior(known)
             order = np.argsort(-posterior, kind="stable")[: self.diagnoses]
-            statuses = {concept: status for concept, (status, _) in state.statuses().items()}
+            statuses = {concept: status for concept, (status, _) in said.items()}
             report.differential = [
                 self._diagnosis(row, float(posterior[row]), statuses, evidence) for row in order
             ]
-            report.questions = self._questions(posterior, state.statuses(), language, evidence)
+            report.questions = self._questions(posterior, said, language, evidence)
             report.next_steps = self._steps(report.differential[:STEP_DIAGNOSES], evidence)
             top = report.differential[0].probability
             if top < self.abstain_below:
