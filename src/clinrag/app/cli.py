@@ -10,8 +10,8 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Table
 
-from clinrag.app.common import err, out, settings_from, usage_table
-from clinrag.app.consult_commands import consult
+from clinrag.app.common import check_argv, err, out, require_text, settings_from, usage_table
+from clinrag.app.consult_commands import consult, read_text
 from clinrag.app.eval_commands import eval_app
 from clinrag.app.graph_commands import graph_app
 from clinrag.app.kb_commands import kb_app
@@ -63,8 +63,7 @@ def llm_chat(
     """Send one prompt to the configured chat model; print the answer and its usage."""
     from clinrag.llm.factory import build_chat_model
 
-    if prompt == "-":
-        prompt = sys.stdin.read()
+    prompt = require_text(read_text(prompt), "the prompt")
     model = build_chat_model(settings_from(ctx))
     completion = model.chat(prompt, system=system, max_tokens=max_tokens, temperature=temperature)
     out.print(completion.text, markup=False, highlight=False)
@@ -122,6 +121,7 @@ def embed(
 
 def main() -> None:
     try:
+        check_argv(sys.argv[1:])
         app()
     except ClinragError as exc:
         err.print(f"[bold red]error:[/] {type(exc).__name__}: {exc}", highlight=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -9,11 +10,31 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from clinrag.core.errors import InvalidInputError
 from clinrag.core.settings import Settings, load_settings
 from clinrag.core.usage import Usage
 
 out = Console()
 err = Console(stderr=True)
+
+
+def check_argv(args: Sequence[str]) -> None:
+    """Refuse command-line arguments that are not UTF-8 before any work: Python keeps their bytes as lone
+    surrogates, which would only fail later, deep inside a model, an index or a cache."""
+    for position, arg in enumerate(args, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(
+                f"argument {position} is not UTF-8 text (at character {exc.start}): {ascii(arg)[:80]}"
+            ) from None
+
+
+def require_text(text: str, what: str) -> str:
+    """`text` when it has content: checked before a model or a base is loaded."""
+    if not text.strip():
+        raise InvalidInputError(f"{what} is empty")
+    return text
 
 
 def settings_from(ctx: typer.Context) -> Settings:

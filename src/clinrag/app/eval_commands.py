@@ -69,10 +69,19 @@ def eval_run(
             "is still left out of retrieval; run.json and the report say so).",
         ),
     ] = False,
+    max_outages: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Stop after this many cases in a row fail because a backend is unavailable (unreachable, "
+            "timing out, failing after retries); such cases are not stored and are retried by the next run.",
+        ),
+    ] = 3,
 ) -> None:
     """Answer every sampled case, writing each result as it finishes; rerun the same command to resume.
     With --executor dask the cases are partitioned across the workers of a Dask cluster. A corpus built from
-    the dataset's own files is refused (see --allow-overlap)."""
+    the dataset's own files is refused (see --allow-overlap). Exits 1 when cases were left unanswered
+    because a backend was unavailable, 2 when the run stopped on an error."""
     from clinrag.eval.results import RunDirectory
     from clinrag.eval.runner import EvalRunner, LocalExecutor, RunRequest
     from clinrag.eval.validity import generator_notes
@@ -89,6 +98,7 @@ def eval_run(
         concurrency=concurrency,
         params=parse_params(param or []),
         allow_overlap=allow_overlap,
+        max_outages=max_outages,
     )
     runner = EvalRunner(
         settings,
@@ -103,6 +113,8 @@ def eval_run(
             soft_wrap=True,
         )
         raise typer.Exit(130) from None
+    if outcome.data_report:
+        err.print(f"data: {outcome.data_report}", soft_wrap=True, highlight=False)
     if outcome.skipped:
         out.print(
             f"resumed: {outcome.skipped} cases were already finished, {outcome.ran} answered now",
@@ -116,6 +128,13 @@ def eval_run(
     for note in generator_notes(config):
         out.print(f"note: {note}", soft_wrap=True)
     out.print(f"results: {out_dir}")
+    if outcome.unanswered:
+        err.print(
+            f"{outcome.unanswered} cases are unanswered (a backend was unavailable): run the same command "
+            "again to retry them",
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
 
 
 def summary_table(summary) -> Table:

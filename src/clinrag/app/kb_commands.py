@@ -9,7 +9,14 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Table
 
-from clinrag.app.common import ExecutorOption, SchedulerOption, WorkersOption, out, settings_from
+from clinrag.app.common import (
+    ExecutorOption,
+    SchedulerOption,
+    WorkersOption,
+    out,
+    require_text,
+    settings_from,
+)
 from clinrag.core.errors import InvalidInputError
 
 kb_app = typer.Typer(help="Build, search and describe the statement knowledge base.", no_args_is_help=True)
@@ -111,14 +118,16 @@ def kb_search(
     from clinrag.knowledge.base import KnowledgeBase
     from clinrag.knowledge.factory import build_tagger
 
+    require_text(query, "the query")
     settings = settings_from(ctx)
+    chapters = _parse_tags(tags) if tags else None  # checked before the model and the base are loaded
     embedder = build_embedder(settings)
     base = KnowledgeBase.load(kb or settings.knowledge_base_path, embedder)
     result = base.search(
         query,
         k=k,
         mode=mode,
-        tags=_parse_tags(tags) if tags else None,
+        tags=chapters,
         tagger=None if tags else build_tagger(settings, embedder, tagger),
         fallback=fallback or settings.kb_fallback,
     )

@@ -9,7 +9,14 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Table
 
-from clinrag.app.common import ExecutorOption, SchedulerOption, WorkersOption, out, settings_from
+from clinrag.app.common import (
+    ExecutorOption,
+    SchedulerOption,
+    WorkersOption,
+    out,
+    require_text,
+    settings_from,
+)
 from clinrag.core.errors import InvalidInputError
 
 patients_app = typer.Typer(help="Build and query the patient base (experience).", no_args_is_help=True)
@@ -81,6 +88,7 @@ def patients_similar(
     from clinrag.embed.factory import build_embedder
     from clinrag.patients.base import PatientBase
 
+    require_text(text, "the patient's presentation")
     settings = settings_from(ctx)
     base = PatientBase.load(base_dir or settings.patient_base_path, build_embedder(settings))
     _show(base.similar(text, k, exclude=exclude or []), "similar patients")

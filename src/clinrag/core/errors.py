@@ -57,3 +57,16 @@ class DataFormatError(ClinragError):
 
 class GraphUnavailableError(ClinragError):
     """The graph server cannot be started or reached (not running, died, timed out)."""
+
+
+class ModelReplyError(ModelUnavailableError):
+    """The model server answered HTTP 200 with something that is not a valid reply (`{}`, HTML, no choices):
+    the server or a proxy in front of it is broken, so it counts as an outage, not as the method's answer."""
+
+
+class RunStoppedError(ClinragError):
+    """An evaluation run stopped because its backends kept failing (an outage); rerun to resume."""
+
+
+class RunLockedError(ClinragError):
+    """Another process is running an evaluation in the same run directory."""

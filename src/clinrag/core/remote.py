@@ -1,13 +1,17 @@
 """Calls to OpenAI-compatible servers (chat and embeddings): client construction, retries with
-exponential backoff on 429 / 5xx / timeouts / connection errors, and mapping of SDK errors to typed errors."""
+exponential backoff on 429 / 5xx / timeouts / connection errors (honouring a bounded `Retry-After`), and
+mapping of SDK errors to typed errors whose messages never carry a URL's password."""
 
 from __future__ import annotations
 
 import asyncio
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 import openai
@@ -29,10 +33,43 @@ class RetryPolicy:
     max_retries: int = 4
     backoff_s: float = 0.5
     max_backoff_s: float = 30.0
+    max_retry_after_s: float = 60.0  # a server's Retry-After is honoured up to this
 
-    def delay(self, attempt: int) -> float:
-        """Exponential backoff with jitter: backoff · 2^attempt, scaled by a factor in [0.5, 1]."""
+    def delay(self, attempt: int, exc: Exception | None = None) -> float:
+        """The server's `Retry-After` (bounded) when it sent one, else exponential backoff with jitter:
+        backoff · 2^attempt, scaled by a factor in [0.5, 1]."""
+        asked = retry_after(exc) if exc is not None else None
+        if asked is not None:
+            return min(self.max_retry_after_s, asked)
         return min(self.max_backoff_s, self.backoff_s * 2**attempt) * random.uniform(0.5, 1.0)
+
+
+def retry_after(exc: Exception) -> float | None:
+    """Seconds a 429/503 reply asked to wait (`Retry-After`: seconds or an HTTP date), else None."""
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*):[^\s/@]*@")
+
+
+def redact_text(text: str) -> str:
+    """`text` with the password of every `scheme://user:password@` in it masked."""
+    return _URL_PASSWORD.sub(lambda m: f"{m['head']}:***@", text)
 
 
 def make_clients(
@@ -46,6 +83,11 @@ def make_clients(
 
 
 def _typed(exc: Exception, where: str) -> Exception:
+    typed = _typed_unredacted(exc, where)
+    return type(typed)(redact_text(str(typed)))
+
+
+def _typed_unredacted(exc: Exception, where: str) -> Exception:
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
         return ModelAuthError(f"{where} refused the API key ({exc.status_code}): check CLINRAG_*_API_KEY")
     if isinstance(exc, openai.APITimeoutError):
@@ -73,7 +115,7 @@ def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, where: str) -> T
         except _RETRYABLE as exc:
             if attempt == policy.max_retries:
                 raise _typed(exc, where) from exc
-            time.sleep(policy.delay(attempt))
+            time.sleep(policy.delay(attempt, exc))
         except openai.OpenAIError as exc:
             raise _typed(exc, where) from exc
     raise AssertionError("unreachable")
@@ -86,7 +128,7 @@ async def acall_with_retries(fn: Callable[[], Awaitable[T]], policy: RetryPolicy
         except _RETRYABLE as exc:
             if attempt == policy.max_retries:
                 raise _typed(exc, where) from exc
-            await asyncio.sleep(policy.delay(attempt))
+            await asyncio.sleep(policy.delay(attempt, exc))
         except openai.OpenAIError as exc:
             raise _typed(exc, where) from exc
     raise AssertionError("unreachable")

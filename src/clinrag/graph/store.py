@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
-from urllib.parse import urlsplit, urlunsplit
+
+from clinrag.core.settings import redact_url as redact  # noqa: F401  (re-exported: URLs in messages)
 
 Row = dict[str, Any]
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -75,12 +76,3 @@ def check_identifier(name: str) -> str:
     if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
         raise ValueError(f"not a plain Cypher identifier: {name!r}")
     return name
-
-
-def redact(url: str) -> str:
-    """The URL with its password masked, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))

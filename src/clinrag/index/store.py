@@ -60,7 +60,7 @@ class Manifest(BaseModel):
 
 
 def write_manifest(directory: Path, manifest: Manifest) -> None:
-    (directory / MANIFEST_NAME).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_text_atomic(directory / MANIFEST_NAME, manifest.model_dump_json(indent=2) + "\n")
 
 
 def read_manifest(
@@ -125,7 +125,23 @@ def read_vector_manifest(
 
 
 def write_json(path: Path, value: Any) -> None:
-    path.write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
+    write_text_atomic(Path(path), json.dumps(value, ensure_ascii=False))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to a temporary file beside `path`, fsync it and rename it over `path`: a crash leaves
+    the old file or the new one, never an empty or half-written one."""
+    staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex}"
+    try:
+        with staging.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(staging, path)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
 
 
 def read_json(path: Path) -> Any:

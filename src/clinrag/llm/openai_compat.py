@@ -8,9 +8,9 @@ import time
 from typing import Any, Literal
 
 from clinrag.core.backends import CHAT_BACKENDS
-from clinrag.core.errors import ConfigError
+from clinrag.core.errors import ConfigError, ModelReplyError
 from clinrag.core.remote import RetryPolicy, acall_with_retries, call_with_retries, make_clients
-from clinrag.core.settings import Settings
+from clinrag.core.settings import Settings, redact_url
 from clinrag.core.usage import Usage
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
 from clinrag.llm.structured import choice_request, scores_from_choice
@@ -49,7 +49,7 @@ class OpenAICompatible(ChatModel):
         self._concurrency = concurrency
         self._sync_slots = threading.BoundedSemaphore(concurrency)
         self._async_slots: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
-        self._where = f"the model server at {base_url or 'api.openai.com'}"
+        self._where = f"the model server at {redact_url(base_url) if base_url else 'api.openai.com'}"
 
     @property
     def output_settings(self) -> str:
@@ -82,17 +82,37 @@ class OpenAICompatible(ChatModel):
         params.update(extra)
         return params
 
+    def _first_choice(self, response: Any) -> Any:
+        """The reply's first choice, or `ModelReplyError` for a reply that is not a chat completion (the SDK
+        does not validate a 200 body: `{}`, HTML or a proxy's page arrive as they are)."""
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise ModelReplyError(f"{self._where} answered without any choices: {_preview(response)}")
+        message = getattr(choices[0], "message", None)
+        content = getattr(message, "content", None)
+        if message is None or not (content is None or isinstance(content, str)):
+            raise ModelReplyError(
+                f"{self._where} answered a choice without a text message: {_preview(response)}"
+            )
+        return choices[0]
+
     def _completion(self, response: Any, started: float) -> Completion:
-        choice = response.choices[0]
-        usage = response.usage
+        choice = self._first_choice(response)
+        usage = getattr(response, "usage", None)
+        model = getattr(response, "model", None)
+        try:
+            prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+            completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        except (TypeError, ValueError) as exc:
+            raise ModelReplyError(f"{self._where} answered malformed token usage: {exc}") from exc
         return Completion(
             text=(choice.message.content or "").strip(),
-            model=response.model or self.model,
-            finish_reason=choice.finish_reason,
+            model=model if isinstance(model, str) and model else self.model,
+            finish_reason=getattr(choice, "finish_reason", None),
             usage=Usage(
                 calls=1,
-                prompt_tokens=usage.prompt_tokens if usage else 0,
-                completion_tokens=usage.completion_tokens if usage else 0,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
                 wall_time_s=time.perf_counter() - started,
             ),
         )
@@ -127,14 +147,18 @@ class OpenAICompatible(ChatModel):
         return self._params(single, logprobs=True, top_logprobs=TOP_LOGPROBS)
 
     def _scores_from_logprobs(self, response: Any, options: list[str], started: float) -> OptionScores | None:
-        content = response.choices[0].logprobs.content if response.choices[0].logprobs else None
+        logprobs = getattr(self._first_choice(response), "logprobs", None)
+        content = getattr(logprobs, "content", None)
         if not content:
             return None  # the server ignored the logprobs request
         found: dict[str, float] = {}
-        for alternative in content[0].top_logprobs:
-            token = alternative.token.strip()
-            if token in options and token not in found:
-                found[token] = alternative.logprob
+        try:
+            for alternative in content[0].top_logprobs or []:
+                token = alternative.token.strip()
+                if token in options and token not in found:
+                    found[token] = float(alternative.logprob)
+        except (AttributeError, IndexError, TypeError, ValueError) as exc:
+            raise ModelReplyError(f"{self._where} answered malformed logprobs: {exc}") from exc
         if not found:
             return None
         return OptionScores(
@@ -178,6 +202,11 @@ class OpenAICompatible(ChatModel):
         else:
             spent = None
         return scores_from_choice(await self._acomplete(choice_request(request, options)), options, spent)
+
+
+def _preview(response: Any, limit: int = 200) -> str:
+    text = response if isinstance(response, str) else repr(response)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 @CHAT_BACKENDS.register("openai")

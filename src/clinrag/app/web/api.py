@@ -19,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from clinrag.app.web.handlers import (
     ERRORS,
@@ -42,7 +43,7 @@ from clinrag.app.web.schemas import (
 )
 from clinrag.app.web.security import BodyLimit, check_token
 from clinrag.app.web.services import ConsultService, ConsultSessions, DdxService
-from clinrag.app.web.ui import mount_ui
+from clinrag.app.web.ui import mount_ui, token_page
 from clinrag.core.errors import (
     ClinragError,
     ConfigError,
@@ -58,6 +59,7 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
         description="Doctor-like medical reasoning with evidence: consultations, interactive differentials.",
         docs_url=None,
         redoc_url=None,
+        openapi_url=None,
     )
     app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
     sessions = ConsultSessions(consult)
@@ -80,8 +82,11 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
         summary = "; ".join(f"{p['where']}: {p['problem']}" for p in problems[:5])
         return JSONResponse({"error": f"invalid request: {summary}", "detail": problems}, status_code=422)
 
-    @app.exception_handler(HTTPException)
-    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # FastAPI could not read the body at all (e.g. not UTF-8)
+            message = f"invalid request: {exc.detail}: send a UTF-8 JSON body"
+            return JSONResponse({"error": message, "detail": "InvalidInputError"}, status_code=422)
         return JSONResponse({"error": str(exc.detail), "detail": None}, status_code=exc.status_code)
 
     @app.get("/healthz", response_model=Health)
@@ -182,9 +187,13 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
             raise HTTPException(404, f"no evidence {evidence_id!r} in the answers this server has given")
         return item
 
+    @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(authorized)])
+    async def openapi() -> dict[str, Any]:
+        return app.openapi()
+
     @app.get("/docs", include_in_schema=False)
-    async def docs() -> Any:
-        return get_swagger_ui_html(
+    async def docs(request: Request) -> Any:
+        return token_page(request, authorized) or get_swagger_ui_html(
             openapi_url="/openapi.json",
             title="clinrag API",
             swagger_js_url="/docs-assets/swagger-ui-bundle.js",

@@ -69,6 +69,11 @@ def error_body(exc: Exception) -> dict[str, Any]:
     return {"error": str(exc) or type(exc).__name__, "detail": type(exc).__name__}
 
 
+def loggable(value: str) -> str:
+    """A client's string as one log line: newlines and other control characters escaped."""
+    return value.encode("unicode_escape").decode("ascii")
+
+
 async def answer_request(consult: ConsultService, body: ConsultRequest) -> Answer:
     """Answer a consult request under the per-request timeout, logging it (text only with api_log_text)."""
     settings = consult.settings
@@ -97,7 +102,7 @@ async def answer_request(consult: ConsultService, body: ConsultRequest) -> Answe
         text = f" text={body.text!r}" if settings.api_log_text else ""
         log.info(
             "consult method=%s task=%s chars=%d status=%d %.2fs%s",
-            body.method, body.task, len(body.text), status, time.perf_counter() - started, text,
+            loggable(body.method), body.task, len(body.text), status, time.perf_counter() - started, text,
         )  # fmt: skip
 
 

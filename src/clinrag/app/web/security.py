@@ -15,14 +15,25 @@ class Unauthorized(ClinragError):
     """A request without the configured bearer token."""
 
 
+TOKEN_COOKIE = "clinrag_token"
+
+
+def token_matches(given: str, token: str) -> bool:
+    """Compared in constant time."""
+    return hmac.compare_digest(given.strip().encode(), token.encode())
+
+
 def check_token(request: Request, token: str | None) -> None:
-    """Raise `Unauthorized` unless the request carries `Authorization: Bearer <token>` (no token configured:
-    every request passes). Compared in constant time."""
+    """Raise `Unauthorized` unless the request carries `Authorization: Bearer <token>` or, from a browser that
+    entered it on the token page, the token cookie (no token configured: every request passes)."""
     if token is None:
         return
     scheme, _, given = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
-        raise Unauthorized("a valid bearer token is required: send 'Authorization: Bearer <token>'")
+    if scheme.lower() == "bearer" and token_matches(given, token):
+        return
+    if token_matches(request.cookies.get(TOKEN_COOKIE, ""), token):
+        return
+    raise Unauthorized("a valid bearer token is required: send 'Authorization: Bearer <token>'")
 
 
 class BodyLimit:

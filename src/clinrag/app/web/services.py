@@ -26,6 +26,7 @@ from clinrag.methods.consult.method import ConsultMethod
 from clinrag.methods.meddx.interactive import DdxSession, InteractiveDdx
 from clinrag.methods.meddx.interviewee import QuestionMatcher
 from clinrag.patients.base import PatientBase
+from clinrag.patients.record import PatientRecord
 
 V = TypeVar("V")
 
@@ -83,10 +84,12 @@ class ConsultService:
         with self._lock:  # one build at a time: a second request for the same method waits for the first
             method = self._methods.get(key)
             if method is None:
+                records = list(self.patient_base.records.values()) if self.patient_base else []
                 context = MethodContext(
                     settings=self.settings,
                     params=dict(params),
-                    experience=list(self.patient_base.records.values()) if self.patient_base else (),
+                    experience=records,
+                    labels=record_labels(records),
                     patient_base=self.patient_base,
                     embedder_factory=self._embedder,
                     chat_model_factory=self._chat_model,
@@ -104,6 +107,19 @@ class ConsultService:
     def remember(self, answer: Answer) -> None:
         for item in answer.evidence:
             self.evidence.put(item.id, item)
+
+
+def record_labels(records: list[PatientRecord]) -> dict[str, list[str]]:
+    """Each past patient's diagnoses (the labels `knn-vote` votes with): its coded diagnoses, else the
+    diagnosis of its structured data; a record with neither has no labels."""
+    labels: dict[str, list[str]] = {}
+    for record in records:
+        coded = record.codes.get("diagnosis")
+        named = record.structured.get("diagnosis")
+        found = list(coded) if coded else [named] if isinstance(named, str) and named.strip() else []
+        if found:
+            labels[record.id] = found
+    return labels
 
 
 ANSWER_STATUS: dict[str, FindingStatus] = {

@@ -9,6 +9,7 @@ with HTML fragments; an error is shown in the page, not as an HTTP failure."""
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import sys
 from collections.abc import Callable
@@ -17,13 +18,14 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 
 from clinrag.app.web.handlers import answer_request, consult_view, error_status, session_view
 from clinrag.app.web.schemas import ConsultReply, ConsultRequest, ConsultSessionOut, ConsultStart
+from clinrag.app.web.security import TOKEN_COOKIE, Unauthorized, token_matches
 from clinrag.core.errors import ClinragError
 from clinrag.methods.consult.report import NextStep
 
@@ -36,6 +38,22 @@ STEP_TITLES = (("test", "Tests"), ("drug", "Medicines"), ("care", "Care"))
 def htmx_folder(configured: Path | None) -> Path:
     """Where install.sh puts htmx (npm package htmx.org) unless CLINRAG_UI_ASSETS_PATH says otherwise."""
     return configured or Path(sys.prefix) / "share" / "clinrag-ui" / "node_modules" / "htmx.org" / "dist"
+
+
+# Shown instead of a page when a token is configured and the browser has not given it yet.
+TOKEN_FORM = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>clinrag: token</title>
+</head><body><form method="post" action="/ui/token"><input type="hidden" name="next" value="{next}">
+<label>API token <input type="password" name="token" autocomplete="off" autofocus></label>
+<button>Open</button></form></body></html>"""
+
+
+def token_page(request: Request, authorized: Callable[[Request], None]) -> HTMLResponse | None:
+    """None when the request carries the token, else the token form (401)."""
+    try:
+        authorized(request)
+    except Unauthorized:
+        return HTMLResponse(TOKEN_FORM.format(next=html.escape(request.url.path)), status_code=401)
+    return None
 
 
 def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
@@ -66,20 +84,36 @@ def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
         steps = step_groups(view.report.next_steps)
         return page(request, "consultation.html", view=view, evidence=evidence, steps=steps)
 
+    @app.post("/ui/token", include_in_schema=False, response_model=None)
+    async def enter_token(request: Request) -> Response:
+        """The token form's target: a right token is kept in an HttpOnly cookie for this browser."""
+        form = await _form(request)
+        given, target = form.get("token", ""), form.get("next", "/")
+        if settings.api_token is None or not token_matches(given, settings.api_token.get_secret_value()):
+            return HTMLResponse(TOKEN_FORM.format(next=html.escape(target)), status_code=401)
+        local = target if target.startswith("/") and not target.startswith("//") else "/"
+        response = RedirectResponse(local, status_code=303)
+        response.set_cookie(TOKEN_COOKIE, given.strip(), httponly=True, samesite="strict")
+        return response
+
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def consult_page(request: Request) -> HTMLResponse:
-        return page(request, "consult.html", languages=LANGUAGES)
+        return token_page(request, authorized) or page(request, "consult.html", languages=LANGUAGES)
 
     @app.get("/advanced", response_class=HTMLResponse, include_in_schema=False)
     async def advanced_page(request: Request) -> HTMLResponse:
         from clinrag.methods.registry import method_names
 
         default = ConsultRequest.model_fields["method"].default
-        return page(request, "advanced.html", methods=method_names(), default_method=default)
+        return token_page(request, authorized) or page(
+            request, "advanced.html", methods=method_names(), default_method=default
+        )
 
     @app.get("/ddx", response_class=HTMLResponse, include_in_schema=False)
     async def ddx_page(request: Request) -> HTMLResponse:
-        return page(request, "ddx.html", available=app.state.ddx is not None)
+        return token_page(request, authorized) or page(
+            request, "ddx.html", available=app.state.ddx is not None
+        )
 
     @app.post("/ui/consult", response_class=HTMLResponse, include_in_schema=False)
     async def consult_form(request: Request, _: None = Depends(authorized)) -> HTMLResponse:

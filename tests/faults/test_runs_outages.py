@@ -1,0 +1,146 @@
+"""Outages are not results: `direct` on MedQA against a scripted OpenAI-compatible server on loopback
+(tests/openai_server.py; it stands in for vLLM / llama.cpp / OpenAI, none of which can run here) that goes
+down mid-run, answers malformed 200s, or a closed port. Before: every remaining case was stored as an error
+result, the run exited 0 and a rerun never retried them. After: they are left for the next run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clinrag.core.errors import RunStoppedError
+from clinrag.core.settings import load_settings
+from clinrag.eval.results import RunDirectory
+from clinrag.eval.runner import EvalRunner, RunRequest
+from tests.openai_server import ScriptedServer, chat_body
+
+OK = (200, chat_body("A"), 0.0)
+DOWN = (500, {"error": {"message": "upstream died"}}, 0.0)
+
+
+def _runner(data_dir: Path, base_url: str) -> EvalRunner:
+    settings = load_settings(
+        data_dir=data_dir,
+        llm_backend="openai",
+        llm_base_url=base_url,
+        llm_model="served-model",
+        llm_max_retries=1,
+        llm_backoff_s=0.0,
+        llm_logprobs=False,
+        llm_timeout_s=2.0,
+    )
+    return EvalRunner(settings, progress=False)
+
+
+def _request(out: Path, **extra) -> RunRequest:
+    return RunRequest(dataset="medqa", method="direct", out=out, limit=6, concurrency=1, **extra)
+
+
+def _closed_port_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_a_server_going_down_mid_run_stops_it_and_the_rerun_retries(
+    data_dir: Path, server: ScriptedServer, tmp_path: Path
+) -> None:
+    # Two cases answered, then HTTP 500 for good (each case: one try and one retry).
+    server.replies = [OK, OK, DOWN]
+    with pytest.raises(RunStoppedError, match="3 cases in a row"):
+        _runner(data_dir, server.base_url).run(_request(tmp_path / "run"))
+    results = RunDirectory(tmp_path / "run").results()
+    assert len(results) == 2 and all(r.answer.error is None for r in results)
+    # The server is back: the rerun answers exactly the four cases the outage left.
+    server.replies = [OK]
+    served = len(server.requests)
+    outcome = _runner(data_dir, server.base_url).run(_request(tmp_path / "run"))
+    assert (outcome.skipped, outcome.ran, outcome.unanswered) == (2, 4, 0)
+    assert len(server.requests) - served == 4
+    assert outcome.summary.n_finished == 6 and outcome.summary.n_errors == 0
+
+
+def test_a_closed_port_stores_nothing(data_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(RunStoppedError, match="ModelUnavailableError: cannot reach"):
+        _runner(data_dir, _closed_port_url()).run(_request(tmp_path / "run"))
+    assert RunDirectory(tmp_path / "run").results() == []
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [(200, {}, 0.0), (200, {"choices": []}, 0.0), (200, {"choices": [{"message": {"content": 7}}]}, 0.0)],
+    ids=["empty-object", "no-choices", "content-not-text"],
+)
+def test_a_malformed_200_is_a_typed_outage_not_a_traceback(
+    data_dir: Path, server: ScriptedServer, tmp_path: Path, reply
+) -> None:
+    # Before: `choices[0]` on the reply raised an untyped error that aborted the run with a traceback.
+    server.replies = [reply]
+    with pytest.raises(RunStoppedError, match="ModelReplyError"):
+        _runner(data_dir, server.base_url).run(_request(tmp_path / "run"))
+    assert RunDirectory(tmp_path / "run").results() == []
+
+
+def test_a_lone_outage_leaves_its_case_for_the_next_run(
+    data_dir: Path, server: ScriptedServer, tmp_path: Path
+) -> None:
+    # The 3rd case fails (try and retry), the others are answered: the run finishes but says one is left.
+    server.replies = [OK, OK, DOWN, DOWN, OK]
+    outcome = _runner(data_dir, server.base_url).run(_request(tmp_path / "run"))
+    assert (outcome.ran, outcome.unanswered, outcome.summary.n_finished) == (6, 1, 5)
+    again = _runner(data_dir, server.base_url).run(_request(tmp_path / "run"))
+    assert (again.skipped, again.ran, again.unanswered) == (5, 1, 0)
+
+
+def test_a_method_failure_is_still_a_result(data_dir: Path, server: ScriptedServer, tmp_path: Path) -> None:
+    server.replies = [(200, chat_body("I cannot tell."), 0.0)]
+    outcome = _runner(data_dir, server.base_url).run(_request(tmp_path / "run"))
+    assert outcome.summary.n_finished == 6 and outcome.summary.n_errors == 6 and outcome.unanswered == 0
+
+
+def _cli(data_dir: Path, base_url: str, out: Path, *extra: str) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "CLINRAG_DATA_DIR": str(data_dir),
+        "CLINRAG_LLM_BACKEND": "openai",
+        "CLINRAG_LLM_BASE_URL": base_url,
+        "CLINRAG_LLM_MODEL": "served-model",
+        "CLINRAG_LLM_MAX_RETRIES": "0",
+        "CLINRAG_LLM_LOGPROBS": "false",
+    }
+    command = [sys.executable, "-m", "clinrag", "eval", "run", "--method", "direct", "--dataset", "medqa"]
+    command += ["--out", str(out), "--limit", "4", "--concurrency", "1", *extra]
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_cli_exits_non_zero_with_a_clear_message_on_an_outage(data_dir: Path, tmp_path: Path) -> None:
+    process = _cli(data_dir, _closed_port_url(), tmp_path / "run", "--max-outages", "2")
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode != 0
+    assert "RunStoppedError: stopped after 2 cases in a row" in " ".join((stdout + stderr).split())
+
+
+def test_sigterm_with_a_model_call_in_flight_stops_promptly(
+    data_dir: Path, server: ScriptedServer, tmp_path: Path
+) -> None:
+    server.replies = [(200, chat_body("A"), 60.0)]  # each call would take a minute
+    process = _cli(data_dir, server.base_url, tmp_path / "run")
+    deadline = time.monotonic() + 60
+    while not server.requests and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert server.requests, "the run never called the model"
+    sent = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=30)
+    assert time.monotonic() - sent < 10
+    assert process.returncode == 130
+    assert "cancelling the 1 cases in flight" in " ".join(stderr.split())
+    assert RunDirectory(tmp_path / "run").results() == []
