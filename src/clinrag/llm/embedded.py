@@ -24,7 +24,7 @@ from clinrag.core.errors import InvalidInputError, ModelUnavailableError
 from clinrag.core.settings import Settings
 from clinrag.core.usage import Usage
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
-from clinrag.llm.embedded_common import log_softmax, packaged_model_path
+from clinrag.llm.embedded_common import check_context, log_softmax, output_settings, packaged_model_path
 
 
 class EmbeddedLlama(ChatModel):
@@ -87,18 +87,12 @@ class EmbeddedLlama(ChatModel):
 
     @property
     def output_settings(self) -> str:
-        # `evaluation` names how prompts and options are evaluated: results cached under another scheme
-        # (prefix reuse, token-by-token options) differ in the last digits and are not served.
-        return f"repeat_penalty={self.repeat_penalty};seed={self.seed};evaluation=fresh-batched"
+        return output_settings(self.repeat_penalty, self.seed)
 
     def _prompt_tokens(self, request: ChatRequest, reserve: int) -> list[int]:
         prompt = self._formatter(messages=[m.model_dump() for m in request.messages]).prompt
         tokens = self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-        if len(tokens) + reserve > self.n_ctx:
-            raise InvalidInputError(
-                f"the prompt has {len(tokens):,} tokens; with {reserve} more it exceeds the embedded model's "
-                f"context of {self.n_ctx:,} tokens (CLINRAG_EMBEDDED_N_CTX)"
-            )
+        check_context(len(tokens), reserve, self.n_ctx)
         return tokens
 
     def _grammar(self, schema: dict) -> object:

