@@ -8,6 +8,8 @@
     held-out set: no parameter was fitted to them) on the packaged default knowledge: top-1 and top-3 hits.
 (iii) `clinrag consult` as a user runs it on the README example: the first run on an empty home (the disease
     model is built) and a warm run, wall time and peak RSS of each, and their ratio.
+(iv) Finding extraction on the dev texts (tests/data/consult/findings_dev.jsonl): milliseconds per text with
+    the matching by meaning (MiniLM) against phrase matching alone, and their ratio.
 
     python benchmarks/bench_consult.py --data ../shared/data --limit 200 --seed 0
 """
@@ -24,13 +26,16 @@ import time
 from pathlib import Path
 
 from clinrag.core.settings import Settings
+from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
 from clinrag.eval.runner import EvalRunner, RunRequest
 
 README_EXAMPLE = (
     "I am 45 and have had a fever, a productive cough and pain on the right side of my chest when I breathe "
     "for three days. What could this be and what should I do?"
 )
-PRESENTATIONS = Path(__file__).parents[1] / "tests" / "data" / "consult" / "common_presentations.jsonl"
+CONSULT_DATA = Path(__file__).parents[1] / "tests" / "data" / "consult"
+PRESENTATIONS = CONSULT_DATA / "common_presentations.jsonl"
+FINDINGS_DEV = CONSULT_DATA / "findings_dev.jsonl"
 
 
 def evaluate(settings: Settings, out: Path, **request) -> dict[str, float]:
@@ -54,6 +59,29 @@ def timed_consult(home: Path) -> tuple[float, float]:
     # ru_maxrss of children is the largest child so far (KiB); each call here is larger or equal.
     peak = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before) / 1024
     return seconds, peak
+
+
+def extraction_ms() -> tuple[float, float]:
+    """Milliseconds per dev text: (phrases only, phrases and meaning), on HPO plus the lay symptom names."""
+    from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
+
+    from clinrag.methods.consult.findings import FindingExtractor
+    from clinrag.methods.consult.vocabulary import Vocabulary
+
+    lay = sorted({name for disease in DISEASE_CORRELATIONS.values() for name in disease["symptoms"]})
+    vocabulary = Vocabulary.from_hpo().merge(Vocabulary.from_names(lay, "faker-diseases"))
+    texts = [json.loads(line)["text"] for line in FINDINGS_DEV.read_text(encoding="utf-8").splitlines()]
+    timings = []
+    for extractor in (
+        FindingExtractor(vocabulary),
+        FindingExtractor(vocabulary, MiniLMOnnxEmbedder(), lay_names=lay),
+    ):
+        extractor.extract(texts[0])  # pipelines warmed
+        started = time.perf_counter()
+        for text in texts:
+            extractor.extract(text)
+        timings.append((time.perf_counter() - started) * 1000 / len(texts))
+    return timings[0], timings[1]
 
 
 def main() -> None:
@@ -82,6 +110,7 @@ def main() -> None:
         )
         first_s, first_mb = timed_consult(scratch_dir / "fresh-home")
         warm_s, warm_mb = timed_consult(scratch_dir / "fresh-home")
+    phrases_ms, meaning_ms = extraction_ms()
 
     print(
         json.dumps(
@@ -101,6 +130,9 @@ def main() -> None:
                 "warm_run_s": round(warm_s, 1),
                 "first_vs_warm": round(first_s / warm_s, 2),
                 "peak_rss_mb": round(max(first_mb, warm_mb)),
+                "extract_phrases_ms": round(phrases_ms, 2),
+                "extract_meaning_ms": round(meaning_ms, 2),
+                "meaning_vs_phrases": round(meaning_ms / phrases_ms, 2),
             }
         )
     )
