@@ -33,7 +33,9 @@ def _lines(path: Path) -> int:
     return len(path.read_bytes().splitlines()) if path.is_file() else 0
 
 
-def test_sigterm_half_way_then_resume_finishes_only_the_rest(data_dir: Path, tmp_path: Path) -> None:
+def test_a_second_process_is_refused_then_sigterm_half_way_and_resume_finishes_only_the_rest(
+    data_dir: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "run"
     results = out / "results.jsonl"
     process = _start_direct_run(data_dir, out)
@@ -41,6 +43,12 @@ def test_sigterm_half_way_then_resume_finishes_only_the_rest(data_dir: Path, tmp
     while _lines(results) < 3 and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert process.poll() is None, process.communicate()
+    # A second real process on the same --out is refused while the first runs (before: both appended).
+    second = _start_direct_run(data_dir, out)
+    _, stderr = second.communicate(timeout=120)
+    assert second.returncode == 2 and f"another clinrag run (pid {process.pid})" in stderr, stderr
+    assert "Traceback" not in stderr
+    assert process.poll() is None, "the first run ended before the second one was refused"
     process.send_signal(signal.SIGTERM)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr

@@ -73,6 +73,23 @@ def test_batching_matches_one_by_one(minilm: MiniLMOnnxEmbedder, medqa_sentences
     np.testing.assert_allclose(batched, whole, atol=1e-4)
 
 
+def test_long_batches_run_in_parts_within_the_token_budget(
+    minilm: MiniLMOnnxEmbedder, medqa_questions: list[str]
+) -> None:
+    # 40 texts of 256 word pieces are over the budget (the cause of a 2.8 GB peak): they run in parts,
+    # each padded to its own longest text, and give the same vectors and word-piece matrices as one by one.
+    texts = [" ".join(medqa_questions[i : i + 4]) for i in range(40)] + medqa_questions[:8]
+    parts = [mask.shape for _, mask, _ in minilm._hidden_states(texts)]
+    assert len(parts) > 1
+    assert all(rows * length <= minilm_onnx.TOKEN_BUDGET for rows, length in parts)
+    assert sum(rows for rows, _ in parts) == len(texts)
+    big = MiniLMOnnxEmbedder(batch_size=64)
+    np.testing.assert_allclose(big.encode(texts), np.vstack([big.encode([t]) for t in texts]), atol=1e-4)
+    pieces = big.token_embeddings(texts[38:42])
+    for text, matrix in zip(texts[38:42], pieces, strict=True):
+        np.testing.assert_allclose(matrix, big.token_embeddings([text])[0], atol=1e-4)
+
+
 def test_output_keeps_input_order(minilm: MiniLMOnnxEmbedder, medqa_sentences: list[str]) -> None:
     texts = medqa_sentences[:17]
     forward = minilm.encode(texts)

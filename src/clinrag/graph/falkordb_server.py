@@ -89,6 +89,22 @@ class FalkorDBServer:
         atexit.register(self.release)
         return state.url
 
+    def restart(self) -> str:
+        """Start the server again after it died under this client (joining it if another client already
+        did); returns its URL. The data survives in the RDB snapshot and the append-only file."""
+        if self._token is None:
+            raise GraphUnavailableError(f"no clinrag graph server was acquired on {self.data_dir}")
+        with self._locked():
+            state = self._read_state()
+            if state is None or not self._usable(state):
+                state = self._start()
+            state.clients = [c for c in state.clients if _client_alive(c)]
+            if self._token not in state.clients:
+                state.clients.append(self._token)
+            self._write_state(state)
+        self.url, self.pid = state.url, state.pid
+        return state.url
+
     def release(self) -> None:
         """Leave the server; the last client to leave stops it."""
         if self._token is None:

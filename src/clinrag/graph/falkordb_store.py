@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 from falkordb import FalkorDB
@@ -16,6 +16,7 @@ from clinrag.graph.store import GraphStore, Row, WriteStats, check_identifier, c
 
 DEFAULT_GRAPH = "clinrag"
 _CONSTRAINT_WAIT_S = 30.0
+T = TypeVar("T")
 
 
 class FalkorDBStore(GraphStore):
@@ -35,13 +36,20 @@ class FalkorDBStore(GraphStore):
         self.url = redact(url)
         self.server = server
         self.query_timeout_ms = query_timeout_ms
+        self.socket_timeout_s = socket_timeout_s
+        self.graph_name = graph
+        self.restarted = False
+        self._connect(url)
+
+    def _connect(self, url: str) -> None:
         try:
-            self._db = FalkorDB.from_url(url, socket_timeout=socket_timeout_s, socket_connect_timeout=5.0)
+            self._db = FalkorDB.from_url(
+                url, socket_timeout=self.socket_timeout_s, socket_connect_timeout=5.0
+            )
             self._db.connection.ping()
         except (redis.RedisError, OSError, ValueError) as exc:
             raise GraphUnavailableError(f"FalkorDB at {self.url} is not reachable: {exc}") from exc
-        self._graph = self._db.select_graph(graph)
-        self.graph_name = graph
+        self._graph = self._db.select_graph(self.graph_name)
 
     @classmethod
     def embedded(
@@ -58,15 +66,19 @@ class FalkorDBStore(GraphStore):
 
     def query(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         values = check_params(params)
-        try:
+
+        def read() -> Any:
             try:
-                result = self._graph.ro_query(cypher, values, timeout=self.query_timeout_ms)
+                return self._graph.ro_query(cypher, values, timeout=self.query_timeout_ms)
             except redis.ResponseError as exc:
                 if "empty key" not in str(exc):
                     raise
                 # RO_QUERY on a graph that does not exist yet fails; create it empty and ask again.
                 self._graph.query("RETURN 0")
-                result = self._graph.ro_query(cypher, values, timeout=self.query_timeout_ms)
+                return self._graph.ro_query(cypher, values, timeout=self.query_timeout_ms)
+
+        try:
+            result = self._reconnecting(read)
         except redis.ResponseError as exc:
             raise InvalidInputError(f"FalkorDB rejected the query: {exc}") from exc
         except (redis.RedisError, OSError) as exc:
@@ -75,8 +87,12 @@ class FalkorDBStore(GraphStore):
         return [dict(zip(names, row, strict=True)) for row in result.result_set]
 
     def write(self, cypher: str, params: Mapping[str, Any] | None = None) -> WriteStats:
+        values = check_params(params)
         try:
-            result = self._graph.query(cypher, check_params(params), timeout=self.query_timeout_ms)
+            # every write clinrag makes is a MERGE, so writing again after a restart is harmless
+            result = self._reconnecting(
+                lambda: self._graph.query(cypher, values, timeout=self.query_timeout_ms)
+            )
         except redis.ResponseError as exc:
             raise InvalidInputError(f"FalkorDB rejected the query: {exc}") from exc
         except (redis.RedisError, OSError) as exc:
@@ -138,6 +154,20 @@ class FalkorDBStore(GraphStore):
                 )
             time.sleep(0.02)
 
+    def _reconnecting(self, call: Callable[[], T]) -> T:
+        """`call()`; if clinrag's own server has died, restart it once per store and call again."""
+        try:
+            return call()
+        except redis.ResponseError:
+            raise
+        except (redis.ConnectionError, OSError):
+            if self.server is None or self.restarted or self.server.running():
+                raise
+        self.restarted = True
+        self._db.close()
+        self._connect(self.server.restart())
+        return call()
+
     def close(self) -> None:
         try:
             self._db.close()
@@ -148,8 +178,8 @@ class FalkorDBStore(GraphStore):
 
     def _unavailable(self, exc: BaseException) -> GraphUnavailableError:
         hint = (
-            "; clinrag's own server has stopped: open the store again to restart it"
-            if self.server is not None
+            f"; clinrag's own server has stopped again after one restart: see its log {self.server.log_path}"
+            if self.server is not None and self.restarted
             else ""
         )
         return GraphUnavailableError(f"FalkorDB at {self.url} is not reachable ({exc}){hint}")
