@@ -14,7 +14,7 @@ from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 from clinrag.core.errors import InvalidInputError
 from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
 from clinrag.methods.consult.findings import FindingExtractor, Findings
-from clinrag.methods.consult.vocabulary import Vocabulary, question_phrases
+from clinrag.methods.consult.vocabulary import Vocabulary, first_person, question_phrases
 
 README_TEXT = (
     "I am 45 and have had a fever, a productive cough and pain on the right side of my chest when I breathe "
@@ -179,6 +179,46 @@ def test_ddxplus_vocabulary_names_concepts_by_question(ddxplus: Vocabulary) -> N
     assert question_phrases("Do you have swollen or painful lymph nodes?") == (
         "swollen or painful lymph nodes",
     )
+
+
+def test_question_phrases_drop_ddxplus_boilerplate_and_have_the_patients_words() -> None:
+    assert question_phrases("Do you have pain somewhere, related to your reason for consulting?") == ("pain",)
+    assert question_phrases(
+        "Do you have any lesions, redness or problems on your skin that you believe are related to the "
+        "condition you are consulting for?"
+    ) == ("lesions, redness or problems on your skin", "lesions, redness or problems on my skin")
+    assert question_phrases("Have you noticed a wheezing sound when you exhale?") == (
+        "wheezing sound when you exhale",
+        "wheezing sound when I exhale",
+    )
+    assert first_person("overweight compared to people of the same height as you") == (
+        "overweight compared to people of the same height as me"
+    )
+    assert (
+        first_person("you are unable to do your usual activities") == "I am unable to do my usual activities"
+    )
+
+
+def test_a_patient_says_a_ddxplus_finding_in_the_first_person(ddxplus: Vocabulary, hpo: Vocabulary) -> None:
+    extractor = FindingExtractor(hpo.merge(ddxplus))
+    found = extractor.extract("I have noticed a wheezing sound when I exhale.").findings
+    assert [(f.concept_id, f.status) for f in found] == [("ddxplus:E_214", "present")]
+
+
+def test_a_clause_saying_more_than_its_mention_is_also_read_by_meaning(
+    ddxplus: Vocabulary, hpo: Vocabulary
+) -> None:
+    text = (
+        "I have recently had numbness, loss of sensation or tingling, in both arms and legs and around my "
+        "mouth."
+    )
+    phrases = FindingExtractor(hpo.merge(ddxplus))
+    by_meaning = FindingExtractor(hpo.merge(ddxplus), MiniLMOnnxEmbedder())
+    assert "ddxplus:E_157" not in {f.concept_id for f in phrases.extract(text).findings}
+    found = {f.concept_id: f.status for f in by_meaning.extract(text).findings}
+    assert found["ddxplus:E_157"] == "present"
+    # what the phrases found stays, once
+    assert {f.concept_id for f in phrases.extract(text).findings} <= set(found)
 
 
 def test_merge_joins_a_plain_name_to_the_hpo_concept(hpo: Vocabulary) -> None:

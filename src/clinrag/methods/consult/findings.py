@@ -436,7 +436,9 @@ class FindingExtractor:
             if not span._.other
         ]
         if self.meanings is not None:
-            findings = sorted(findings + self._meant(doc), key=lambda finding: finding.start)
+            found = {finding.concept_id for finding in findings}
+            meant = [finding for finding in self._meant(doc) if finding.concept_id not in found]
+            findings = sorted(findings + meant, key=lambda finding: finding.start)
         return Findings(
             findings=findings,
             age=_age(text),
@@ -452,9 +454,10 @@ class FindingExtractor:
         return doc
 
     def _meant(self, doc: Doc) -> list[Finding]:
-        """Findings of the clauses without a mention, by meaning."""
+        """Findings, by meaning, of the clauses whose mentions are less than half of their words ("I am so
+        tired that I cannot do my usual activities" says more than "tired")."""
         assert self.meanings is not None
-        clauses = [clause for clause in _clauses(doc) if not clause.ents]
+        clauses = [clause for clause in _clauses(doc) if _mentioned_share(clause) < 0.5]
         if not clauses:
             return []
         plain = [_LAY_WORD.sub(lambda m: _LAY_WORDS[m.group(0).lower()], clause.text) for clause in clauses]
@@ -600,6 +603,11 @@ def _clauses(doc: Doc) -> list[Span]:
                 clauses.append(doc[start:end])
             start = end + 1
     return clauses
+
+
+def _mentioned_share(clause: Span) -> float:
+    words = [token for token in clause if token.is_alpha and not token.is_stop]
+    return sum(1 for token in words if token.ent_type_) / len(words) if words else 1.0
 
 
 def _offsets(spans: Iterable[Span]) -> list[tuple[int, int]]:

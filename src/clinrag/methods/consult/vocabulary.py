@@ -27,7 +27,14 @@ _QUESTION_FRAME = re.compile(
     re.IGNORECASE,
 )
 _ADVERBS = re.compile(r"\b(?:significantly|very|either)\s+", re.IGNORECASE)
-_TRAILING = re.compile(r"\s+(?:in a significant way|recently|lately)$", re.IGNORECASE)
+_TRAILING = re.compile(
+    r"(?:\s+(?:in a significant way|recently|lately)"
+    # DDXPlus's reminder that the finding is the one the patient consults for ("pain somewhere, related to
+    # your reason for consulting" is pain)
+    r"|,?\s+(?:somewhere,?\s+)?(?:that you believe are\s+)?related to (?:your|the) "
+    r"(?:reason for consulting|condition you are consulting for))$",
+    re.IGNORECASE,
+)
 _PARENTHESES = re.compile(r"\s*\([^)]*\)")
 _OR = re.compile(r"\s+or\s+", re.IGNORECASE)
 # After "or", a determiner or a new question starts a phrase of its own ("diarrhea or an increase in stool
@@ -166,12 +173,34 @@ class Vocabulary:
 
 def question_phrases(question: str) -> tuple[str, ...]:
     """Finding phrases a yes/no question asks about: the question without its frame, and its short parts
-    ("Have you had chills or shivers?" → "chills or shivers", "chills", "shivers")."""
+    ("Have you had chills or shivers?" → "chills or shivers", "chills", "shivers"), each also as the patient
+    says it ("a wheezing sound when you exhale" → "… when I exhale")."""
     text = _PARENTHESES.sub("", question.replace("’", "'")).strip().rstrip("?").strip()
     text = _TRAILING.sub("", _ADVERBS.sub("", _QUESTION_FRAME.sub("", text))).strip()
     if not text:
         return ()
-    return _usable([text, *_alternatives(text)], exclude=question)
+    phrases = [text, *_alternatives(text)]
+    return _usable([*phrases, *(first_person(phrase) for phrase in phrases)], exclude=question)
+
+
+_SECOND_PERSON = {"your": "my", "yours": "mine", "yourself": "myself", "you're": "I'm"}
+_AFTER_OBJECT = re.compile(r"\b(?:as|to|with|for|than|at|from|about|like|of|on|by)\s+you\b", re.IGNORECASE)
+
+
+def first_person(phrase: str) -> str:
+    """A question's second-person phrase in the patient's words: "your" → "my", "you are" → "I am", "you"
+    → "me" after a preposition, else "I"."""
+    text = _AFTER_OBJECT.sub(lambda m: m.group(0)[:-3] + "me", phrase)
+    text = re.sub(r"\byou are\b", "I am", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bare you\b", "am I", text, flags=re.IGNORECASE)
+    text = re.sub(r"\byou were\b", "I was", text, flags=re.IGNORECASE)
+    text = re.sub(
+        r"\b(?:your|yours|yourself|you're)\b",
+        lambda m: _SECOND_PERSON[m.group(0).lower()],
+        text,
+        flags=re.IGNORECASE,
+    )
+    return re.sub(r"\byou\b", "I", text, flags=re.IGNORECASE)
 
 
 def _alternatives(text: str) -> list[str]:
