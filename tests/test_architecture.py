@@ -130,6 +130,7 @@ def test_one_answering_kernel() -> None:
         "clinrag.graph.planner",
         "clinrag.graph.triples",
         "clinrag.methods.answering",
+        "clinrag.methods.consult.prose",
         "clinrag.methods.deepdoctor",
         "clinrag.methods.doctorrag",
         "clinrag.methods.meddx.llm_patient",

@@ -55,13 +55,22 @@ def consult(
         float, typer.Option(min=0.0, max=1.0, help="With -i, stop once the leading diagnosis reaches this.")
     ] = 0.9,
     language: Annotated[Literal["en", "zh", "fr"], typer.Option(help="Language of the answer.")] = "en",
+    prose: Annotated[
+        Literal["template", "llm"] | None,
+        typer.Option(
+            help="Who writes the answer's sentences: the templates, or the chat model (a capable one), "
+            "refined by Med-TextGrad and checked sentence by sentence against the evidence "
+            "(default: the consult_prose setting, else template)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole answer as JSON.")] = False,
 ) -> None:
     """A grounded consultation: findings understood from the text, a differential with probabilities from
     the disease knowledge (and similar patients with --patients), the next questions, tests and treatments
-    for the leading diagnoses, and an answer whose every sentence cites its evidence. No model writes it."""
+    for the leading diagnoses, and an answer whose every sentence cites its evidence. No model writes it
+    unless --prose llm asks one to; its sentences are then kept only where the evidence supports them."""
     from clinrag.methods.base import MethodContext
-    from clinrag.methods.consult.method import ConsultConfig, ConsultMethod, build_consultant
+    from clinrag.methods.consult.method import ConsultConfig, build
 
     question = read_text(text)
     if not question.strip():
@@ -69,12 +78,17 @@ def consult(
     params = {"knowledge": ",".join(knowledge)} if knowledge else {}
     if patients:
         params["patients"] = patients
+    if prose:
+        params["prose"] = prose
     config = ConsultConfig.from_params(params)
-    method = ConsultMethod(build_consultant(MethodContext(settings=settings_from(ctx)), config))
+    method = build(MethodContext(settings=settings_from(ctx)), config)
     case = Case(id="consult", language=language, question=question)
-    answer = method.answer(case)
-    if interactive and answer.result.ddx:
+    # With -i the answer comes after the interview (a model writing the prose is asked once, at the end).
+    consultant = method.consultant
+    if interactive and consultant.report(consultant.start(question), language)[0].differential:
         answer = _interview(method, case, max_questions, confidence)
+    else:
+        answer = method.answer(case)
     if as_json:
         out.print_json(answer.model_dump_json())
         return
@@ -147,3 +161,12 @@ def _print_answer(answer: Answer) -> None:
         out.print(f"- {question['text']}", markup=False, highlight=False)
     out.print("[bold]Answer[/]")
     out.print(answer.text, soft_wrap=True, highlight=False, markup=False)
+    for sentence in details.get("sentences", []):
+        if sentence.get("unsupported"):
+            reasons = "; ".join(sentence["unsupported"])
+            out.print(f"flagged: {sentence['text']} ({reasons})", markup=False, highlight=False)
+    if details.get("dropped"):
+        out.print(
+            f"{len(details['dropped'])} sentence(s) of the model dropped: the evidence does not support them",
+            highlight=False,
+        )

@@ -125,6 +125,10 @@ class Settings(BaseSettings):
     # Patient base
     patients_path: Path | None = None
 
+    # Consultation: who writes the answer's sentences — the templates, or the chat model checked sentence by
+    # sentence against the evidence (a capable model only: the embedded 135M one invents facts).
+    consult_prose: Literal["template", "llm"] = "template"
+
     # Evaluation: where dataset files live (e.g. a copy of shared/data), and the judge model, which defaults
     # to the chat model above; any judge_* field that is set overrides the matching llm_* field.
     data_dir: Path | None = None

@@ -1,23 +1,26 @@
 """`consult`: the grounded consultation as a method — `clinrag consult`, `POST /v1/consult` and
-`clinrag eval run --method consult` all answer through it. No chat model is used: the answer is built from
-the findings, the disease knowledge and (when given) similar past patients."""
+`clinrag eval run --method consult` all answer through it. The answer is built from the findings, the disease
+knowledge and (when given) similar past patients; no chat model is used unless `prose=llm` (or the
+`consult_prose` setting) asks a capable one to write the sentences, which are then checked against the
+evidence (see `prose`)."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from clinrag.core.models import Answer, Case, RankedDiagnosis, StructuredResult
 from clinrag.methods.answering import option_key
-from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
+from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec, run_sync
 from clinrag.methods.consult.compose import render
 from clinrag.methods.consult.consultant import Consultant, ConsultState
 from clinrag.methods.consult.differential import Differential, Experience
 from clinrag.methods.consult.diseases import DiseaseModel
 from clinrag.methods.consult.findings import FindingExtractor
+from clinrag.methods.consult.prose import Names, ProseWriter, Unsupported
 from clinrag.methods.consult.vocabulary import Vocabulary
 from clinrag.methods.registry import register
 
@@ -34,6 +37,11 @@ class ConsultConfig(MethodConfig):
     patients: str | None = None
     questions: int = Field(default=3, ge=0, le=10)
     abstain_below: float = Field(default=0.1, ge=0.0, le=1.0)
+    # Who writes the answer's sentences: the templates, or the chat model ("llm": a capable one — the
+    # embedded 135M model invents facts) checked against the evidence; None: the consult_prose setting.
+    prose: Literal["template", "llm"] | None = None
+    refine_iterations: int = Field(default=1, ge=0, le=10)  # Med-TextGrad T on the model's prose (0 = off)
+    unsupported: Unsupported = "drop"  # a sentence the evidence check does not support: drop or flag it
 
     @field_validator("knowledge")
     @classmethod
@@ -62,27 +70,36 @@ class ConsultConfig(MethodConfig):
 class ConsultMethod(Method):
     name = "consult"
 
-    def __init__(self, consultant: Consultant) -> None:
+    def __init__(self, consultant: Consultant, prose: ProseWriter | None = None) -> None:
         self.consultant = consultant
+        self.prose = prose
+        self.model = prose.model if prose is not None else None
 
     async def aanswer(self, case: Case) -> Answer:
-        return await asyncio.to_thread(self._consult, case)
+        consultant, state = await asyncio.to_thread(self._start, case)
+        return await self.aanswer_state(case, state, consultant)
 
-    def _consult(self, case: Case) -> Answer:
-        text = case.patient.initial_presentation if case.patient else case.question
+    def _start(self, case: Case) -> tuple[Consultant, ConsultState]:
         # A case that is itself in the patient base is left out of the experience (leave-case-out).
         consultant = self.consultant.leaving_out(case.id)
-        return self.answer_state(case, consultant.start(text), consultant)
+        return consultant, consultant.start(_text(case))
 
     def answer_state(self, case: Case, state: ConsultState, consultant: Consultant | None = None) -> Answer:
+        return run_sync(self.aanswer_state(case, state, consultant))
+
+    async def aanswer_state(
+        self, case: Case, state: ConsultState, consultant: Consultant | None = None
+    ) -> Answer:
         """The answer for what is known of the patient now (the text, and any answers to questions since)."""
         consultant = consultant or self.consultant
         answer = Answer(case_id=case.id, method=self.name)
         with answer.trace.step("consult.findings") as step:
             step.output = state.findings.model_dump(mode="json") | {"answered": state.answered}
         with answer.trace.step("consult.report") as step:
-            report, evidence = consultant.report(state, case.language)
+            report, evidence = await asyncio.to_thread(consultant.report, state, case.language)
             step.output = {"abstained": report.abstained, "reason": report.abstention_reason}
+        if self.prose is not None:
+            report = await self.prose.awrite(report, evidence, _text(case), case.language, answer)
         answer.evidence = evidence
         answer.details = report.model_dump(mode="json")
         answer.text = render(report.sentences)
@@ -97,6 +114,25 @@ class ConsultMethod(Method):
         if report.abstained:
             answer.error = f"abstained: {report.abstention_reason}"
         return answer
+
+
+def _text(case: Case) -> str:
+    return case.patient.initial_presentation if case.patient else case.question
+
+
+def build(context: MethodContext, config: ConsultConfig) -> ConsultMethod:
+    """The consultation, with the prose writer when the model writes the sentences."""
+    consultant = build_consultant(context, config)
+    if (config.prose or context.settings.consult_prose) == "template":
+        return ConsultMethod(consultant)
+    writer = ProseWriter(
+        context.chat_model,
+        context.embedder,
+        Names.of(consultant.differential.model.diseases),
+        refine_iterations=config.refine_iterations,
+        unsupported=config.unsupported,
+    )
+    return ConsultMethod(consultant, writer)
 
 
 def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultant:
@@ -141,9 +177,10 @@ SPEC = register(
     MethodSpec(
         name="consult",
         description="no LLM: grounded consultation — findings, a differential from the disease knowledge "
-        "(and similar patients), next questions and steps, an answer citing its evidence",
+        "(and similar patients), next questions and steps, an answer citing its evidence (prose=llm: a "
+        "capable model writes it, checked against the evidence)",
         config=ConsultConfig,
-        factory=lambda context, config: ConsultMethod(build_consultant(context, config)),
+        factory=build,
         uses_llm=False,
     )
 )

@@ -48,6 +48,8 @@ class Sentence(BaseModel):
     text: str
     evidence: list[str] = Field(default_factory=list)
     kind: Literal["finding", "differential", "question", "step", "experience", "abstention", "advice"]
+    by: Literal["template", "llm"] = "template"  # who wrote it
+    unsupported: list[str] = Field(default_factory=list)  # why the evidence check does not support it
 
 
 class ConsultationReport(BaseModel):
@@ -64,3 +66,5 @@ class ConsultationReport(BaseModel):
     abstention_reason: str | None = None
     experience: str  # how similar past patients were used, or why not
     sentences: list[Sentence] = Field(default_factory=list)
+    prose: Literal["template", "llm"] = "template"  # llm: the chat model wrote the cited sentences
+    dropped: list[Sentence] = Field(default_factory=list)  # the model's sentences the evidence check removed
