@@ -344,5 +344,6 @@ def test_every_importer_registers_its_source_forms() -> None:
         "packaged:faker-diseases-fr",
         "packaged:faker-diseases-zh",
         "pycmekg:PATH",
+        "text:PATH",
     }
     assert read_source("packaged:faker-diseases-fr", limit=2).name == "faker-diseases-fr"

@@ -70,11 +70,17 @@ def graph_build(
         typer.Option(
             "--source",
             "-s",
-            help="ddxplus:FOLDER, packaged:hpo-diseases, packaged:faker-diseases[-fr|-zh] or "
-            "pycmekg:PICKLE; repeat for several (imported in that order).",
+            help="ddxplus:FOLDER, packaged:hpo-diseases, packaged:faker-diseases[-fr|-zh], "
+            "pycmekg:PICKLE or text:FILE_OR_DIR (.txt/.md, a folder of them, PubMedQA JSON or JSONL: "
+            "triples extracted by the chat model); repeat for several (imported in that order).",
         ),
     ],
-    limit: Annotated[int | None, typer.Option(min=1, help="At most this many diseases per source.")] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="At most this many diseases per source (records — files, abstracts — for text:)."
+        ),
+    ] = None,
     uri: UriOption = None,
     data_dir: DataDirOption = None,
     graph: GraphOption = "clinrag",
@@ -83,12 +89,14 @@ def graph_build(
     as_json: JsonOption = False,
 ) -> None:
     """Import disease knowledge into the graph, in batches. Resumable: run the same command again after an
-    interruption and finished batches are skipped. Prints the graph's counts and what each source added."""
-    from clinrag.graph.importers import load_sources, read_source
+    interruption and finished batches (and, for text, chunks the model has read) are skipped. Prints the
+    graph's counts and what each source added and skipped."""
+    from clinrag.graph.importers import SourceContext, load_sources, read_source
     from clinrag.graph.importers.loader import checkpoint_location
 
     folder = _data_dir(ctx, data_dir)
-    records = [read_source(spec, limit=limit) for spec in source]
+    context = SourceContext(settings_from(ctx), folder, progress=progress)
+    records = [read_source(spec, limit=limit, context=context) for spec in source]
     checkpoint, identity = checkpoint_location(folder, uri, graph)
     with _opened(ctx, uri, data_dir, graph) as store:
         report = load_sources(
@@ -122,6 +130,9 @@ def _print_import(report: ImportReport) -> None:
             skipped.add_row(s.name, str(n), reason, ", ".join(s.skip_examples.get(reason, [])))
     if skipped.row_count:
         out.print(skipped)
+    for s in report.sources:
+        for note in s.notes:
+            out.print(f"{s.name}: {note}", markup=False, highlight=False)
     _print_counts(report.nodes, report.relations)
     out.print(
         f"isolated nodes removed: {report.isolated_removed}; wall time {report.wall_time_s:.1f} s",
@@ -201,7 +212,10 @@ def _action_dict(result: ActionResult) -> dict[str, Any]:
             {"keyword": m.keyword, "node": m.node, "method": m.method, "score": m.score, "via": m.via}
             for m in result.matches
         ],
-        "triples": [{"head": t.head, "relation": str(t.relation), "tail": t.tail} for t in result.triples],
+        "triples": [
+            {"head": t.head, "relation": str(t.relation), "tail": t.tail, "passages": list(t.passages)}
+            for t in result.triples
+        ],
         "ranked": [
             {"disease": d.name, "match_count": d.match_count, "matched": list(d.matched)}
             for d in result.ranked

@@ -2,7 +2,8 @@
 
 Forward actions (GET_*) list a disease's neighbours of one relation; inverse actions (INFER_DISEASES_BY_*)
 rank diseases by how many of the given neighbours they have. Keywords first go through a `NodeMatcher`,
-so the templates only ever see names of existing nodes, as parameters.
+so the templates only ever see names of existing nodes, as parameters. One more parameterised read gives each
+fact the ids of the text passages its edge was imported from (`text:` sources), so that it can cite them.
 """
 
 from __future__ import annotations
@@ -94,6 +95,14 @@ def _inverse(relation: Relation) -> str:
 TEMPLATES: dict[Action, str] = {
     action: (_inverse if spec.inverse else _forward)(spec.relation) for action, spec in SPECS.items()
 }
+PASSAGES_TEMPLATES: dict[Relation, str] = {
+    relation: (
+        f"UNWIND $pairs AS pair MATCH (d:Disease {{name: pair[0]}})-[e:{relation}]-"
+        f"{'' if relation in SYMMETRIC else '>'}(x:{TRIPLE_TYPE[relation].target} {{name: pair[1]}}) "
+        "WHERE e.passages IS NOT NULL RETURN pair[0] AS head, pair[1] AS tail, e.passages AS passages"
+    )
+    for relation in Relation
+}
 DESCRIPTIONS_TEMPLATE = (
     "MATCH (d:Disease) WHERE d.name IN $names AND d.description IS NOT NULL "
     "RETURN d.name AS name, d.description AS description"
@@ -144,6 +153,8 @@ class Triple:
     head: str
     relation: Relation
     tail: str
+    # The ids of the text passages the edge was read from (`text:` sources), for citation; not its identity.
+    passages: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -185,7 +196,21 @@ def run_action(store: GraphStore, request: ActionRequest, matcher: NodeMatcher) 
     else:
         triples = tuple(Triple(r["disease"], spec.relation, item) for r in rows for item in r["items"])
         totals = {r["disease"]: int(r["total"]) for r in rows}
+    triples = _with_passages(store, spec.relation, triples)
     return ActionResult(request, matches, triples, ranked, totals, _descriptions(store, spec, names, triples))
+
+
+def _with_passages(store: GraphStore, relation: Relation, triples: tuple[Triple, ...]) -> tuple[Triple, ...]:
+    """The triples with the passages their edges cite (a comorbidity stored both ways: both edges')."""
+    if not triples:
+        return triples
+    pairs = [[t.head, t.tail] for t in triples]
+    cited: dict[tuple[str, str], set[str]] = {}
+    for row in store.query(PASSAGES_TEMPLATES[relation], {"pairs": pairs}):
+        cited.setdefault((row["head"], row["tail"]), set()).update(row["passages"])
+    return tuple(
+        Triple(t.head, t.relation, t.tail, tuple(sorted(cited.get((t.head, t.tail), ())))) for t in triples
+    )
 
 
 def _descriptions(

@@ -4,8 +4,10 @@ The model is asked for JSON under a JSON schema (typed head, relation, typed tai
 repaired once); each proposed triple is then checked on its own and either accepted — names normalised, types
 and direction as the schema has them — or rejected with a reason: `malformed`, `empty_name`,
 `unknown_relation`, `unknown_type`, `wrong_direction` (e.g. Symptom HAS_SYMPTOM Disease), `wrong_type_pair`
-(e.g. Disease RECOMMEND_DRUG Symptom), `self_relation`, `duplicate`. A reply that is not JSON even after
-repair is a failure of its chunk (`invalid_json`), recorded with the raw text; nothing is guessed.
+(e.g. Disease RECOMMEND_DRUG Symptom), `self_relation`, `not_in_text` (a name the chunk does not contain, once
+normalised: small models copy the prompt's example), `duplicate` (a repeat still adds its chunk to the
+triple's `cited_by`). A reply that is not JSON even after repair is a failure of its chunk (`invalid_json`),
+recorded with the raw text; nothing is guessed.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +46,7 @@ UNKNOWN_TYPE = "unknown_type"
 WRONG_DIRECTION = "wrong_direction"
 WRONG_TYPE_PAIR = "wrong_type_pair"
 SELF_RELATION = "self_relation"
+NOT_IN_TEXT = "not_in_text"
 DUPLICATE = "duplicate"
 INVALID_JSON = "invalid_json"
 REASONS = (
@@ -54,6 +57,7 @@ REASONS = (
     WRONG_DIRECTION,
     WRONG_TYPE_PAIR,
     SELF_RELATION,
+    NOT_IN_TEXT,
     DUPLICATE,
     INVALID_JSON,
 )
@@ -146,10 +150,44 @@ class ChunkFailure:
 @dataclass
 class TripleExtraction:
     accepted: list[KnowledgeTriple] = field(default_factory=list)
+    cited_by: list[list[int]] = field(default_factory=list)  # per accepted triple: the chunks that state it
     rejected: list[RejectedTriple] = field(default_factory=list)
     failures: list[ChunkFailure] = field(default_factory=list)
     chunks: int = 0
     usage: Usage = field(default_factory=Usage)
+    _index: dict[tuple[str, Relation, str], int] = field(default_factory=dict, init=False, repr=False)
+
+    def add_reply(self, chunk: int, text: str, reply: str, usage: Usage | None = None) -> None:
+        """Check the model's `reply` to chunk number `chunk` (whose text is `text`) and keep what it gives."""
+        if usage is not None:
+            self.usage += usage
+        try:
+            parsed = parse_structured(reply, _Reply)
+        except StructuredOutputError as exc:
+            self.failures.append(ChunkFailure(chunk, INVALID_JSON, str(exc), reply))
+            return
+        haystack = normalize(text)
+        for proposed in parsed.triples:
+            checked = check_triple(proposed)
+            if isinstance(checked, KnowledgeTriple) and not all(
+                (name := normalize(n)) and name in haystack for n in (checked.head, checked.tail)
+            ):
+                checked = NOT_IN_TEXT
+            if isinstance(checked, str):
+                self.rejected.append(RejectedTriple(proposed, checked, chunk))
+                continue
+            key = (normalize(checked.head), checked.relation, normalize(checked.tail))
+            if checked.relation in SYMMETRIC:
+                key = (min(key[0], key[2]), checked.relation, max(key[0], key[2]))
+            if key in self._index:
+                self.rejected.append(RejectedTriple(proposed, DUPLICATE, chunk))
+                chunks = self.cited_by[self._index[key]]
+                if chunk not in chunks:
+                    chunks.append(chunk)
+                continue
+            self._index[key] = len(self.accepted)
+            self.accepted.append(checked)
+            self.cited_by.append([chunk])
 
     def counts(self) -> dict[str, int]:
         """Accepted, then each rejection reason, then chunk failures by reason."""
@@ -166,14 +204,19 @@ class TripleExtraction:
             found.setdefault(t.tail_label, {})[t.tail] = None
         return {label: list(names) for label, names in found.items()}
 
-    def to_source(self, name: str = "llm-triples") -> SourceRecords:
-        """The accepted triples as disease records, for the graph loader."""
-        text = "\n".join(f"{t.head}\t{t.relation}\t{t.tail}" for t in self.accepted)
-        source = SourceRecords(name, name, hashlib.sha256(text.encode()).hexdigest()[:16])
+    def to_source(
+        self, name: str = "llm-triples", *, spec: str | None = None, passages: Sequence[str] | None = None
+    ) -> SourceRecords:
+        """The accepted triples as disease records, for the graph loader. With `passages` (the id of each
+        chunk's passage), every edge lists the passages that state it."""
+        cited = [[passages[c] for c in chunks] if passages else [] for chunks in self.cited_by]
+        pairs = list(zip(self.accepted, cited, strict=True))
+        text = "\n".join(f"{t.head}\t{t.relation}\t{t.tail}\t{' '.join(ids)}" for t, ids in pairs)
+        source = SourceRecords(name, spec or name, hashlib.sha256(text.encode()).hexdigest()[:16])
         records: dict[str, DiseaseRecord] = {}
-        for t in self.accepted:
+        for t, ids in pairs:
             record = records.setdefault(t.head, DiseaseRecord(t.head, t.head))
-            record.add(t.relation, t.tail, source.skips)
+            record.add(t.relation, t.tail, source.skips, ids)
         source.read = len(records)
         source.records = list(records.values())
         return source
@@ -271,25 +314,6 @@ class TripleExtractor:
         chunks = split_text(text, self.max_chars)
         completions = await asyncio.gather(*(self.model.acomplete(self.request(c)) for c in chunks))
         result = TripleExtraction(chunks=len(chunks))
-        seen: set[tuple[str, Relation, str]] = set()
-        for index, completion in enumerate(completions):
-            result.usage += completion.usage
-            try:
-                reply = parse_structured(completion.text, _Reply)
-            except StructuredOutputError as exc:
-                result.failures.append(ChunkFailure(index, INVALID_JSON, str(exc), completion.text))
-                continue
-            for proposed in reply.triples:
-                checked = check_triple(proposed)
-                if isinstance(checked, str):
-                    result.rejected.append(RejectedTriple(proposed, checked, index))
-                    continue
-                key = (normalize(checked.head), checked.relation, normalize(checked.tail))
-                if checked.relation in SYMMETRIC:
-                    key = (min(key[0], key[2]), checked.relation, max(key[0], key[2]))
-                if key in seen:
-                    result.rejected.append(RejectedTriple(proposed, DUPLICATE, index))
-                    continue
-                seen.add(key)
-                result.accepted.append(checked)
+        for index, (chunk, completion) in enumerate(zip(chunks, completions, strict=True)):
+            result.add_reply(index, chunk, completion.text, completion.usage)
         return result

@@ -35,7 +35,8 @@ def graph_evidence(state: RetrievalState, source: str) -> tuple[list[Evidence], 
             kind="graph_fact",
             text=f"{t.head} {t.relation.lower().replace('_', ' ')} {t.tail}",
             source=source,
-            provenance={"head": t.head, "relation": str(t.relation), "tail": t.tail},
+            provenance={"head": t.head, "relation": str(t.relation), "tail": t.tail}
+            | ({"passages": list(t.passages)} if t.passages else {}),
         )
         for t in state.triples
     ]

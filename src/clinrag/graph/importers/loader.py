@@ -9,7 +9,11 @@ relation are removed and the graph is counted per label and per relation.
 
 Names are canonicalised: a name that normalises like an existing node's (case, accents, punctuation, as the
 keyword matcher does) is written as that node's name, so "Chest Pain" from one source and "Chest pain" from
-another are one Symptom. A disease keeps the first description it was given.
+another are one Symptom; a source with synonyms (MeSH names for text) also joins a name to the node one of
+its synonyms names. A disease keeps the first description it was given.
+
+Edges a source read from passages of text carry their ids in the edge's `passages` list (a Cypher parameter,
+added to what the edge already lists), so a graph fact can cite the text it came from.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 from tqdm import tqdm
 
 from clinrag.graph.importers.records import DiseaseRecord, SourceRecords
-from clinrag.graph.matching import normalize
+from clinrag.graph.matching import Synonyms, normalize
 from clinrag.graph.schema import (
     TRIPLE_TYPE,
     Label,
@@ -136,10 +140,12 @@ def imported_sources(folder: Path, uri: str | None, graph: str) -> list[str] | N
 
 
 class NameRegistry:
-    """Normalised name → the node name used for it, per label: the graph's names first, then first seen."""
+    """Normalised name → the node name used for it, per label: the graph's names first, then first seen. A
+    name no node has yet joins the node of its first synonym that one has (when `synonyms` is given)."""
 
-    def __init__(self, store: GraphStore) -> None:
+    def __init__(self, store: GraphStore, synonyms: Synonyms | None = None) -> None:
         self.store = store
+        self.synonyms = synonyms
         self._names: dict[Label, dict[str, str]] = {}
 
     def canonical(self, label: Label, name: str) -> str:
@@ -149,7 +155,13 @@ class NameRegistry:
             for row in rows:
                 if isinstance(row["name"], str):
                     self._names[label].setdefault(normalize(row["name"]) or row["name"], row["name"])
-        return self._names[label].setdefault(normalize(name) or name, name)
+        names = self._names[label]
+        key = normalize(name) or name
+        if key not in names and self.synonyms is not None:
+            joined = (names.get(normalize(other) or other) for other in self.synonyms(name))
+            if (found := next((n for n in joined if n is not None), None)) is not None:
+                names[key] = found
+        return names.setdefault(key, name)
 
 
 def canonical_records(records: Iterable[DiseaseRecord], registry: NameRegistry) -> list[DiseaseRecord]:
@@ -161,11 +173,10 @@ def canonical_records(records: Iterable[DiseaseRecord], registry: NameRegistry) 
         target.description = target.description or record.description
         for relation, tails in record.relations.items():
             label = TRIPLE_TYPE[relation].target
-            known = target.relations.setdefault(relation, [])
             for tail in tails:
                 canonical = registry.canonical(label, tail)
-                if canonical not in known and not (label is Label.DISEASE and canonical == name):
-                    known.append(canonical)
+                if not (label is Label.DISEASE and canonical == name):
+                    target.link(relation, canonical, record.passages.get((relation, tail), []))
     return list(merged.values())
 
 
@@ -183,10 +194,34 @@ def write_batch(store: GraphStore, batch: Sequence[DiseaseRecord]) -> dict[str, 
             nodes[str(label)] = nodes.get(str(label), 0) + created
     edges = {}
     for relation in Relation:
-        pairs = [(record.name, tail) for record in batch for tail in record.relations.get(relation, [])]
-        if pairs:
-            edges[str(relation)] = merge_relations(store, relation, pairs, batch_size=ROWS_PER_WRITE)
+        plain: list[tuple[str, str]] = []
+        cited: list[dict[str, Any]] = []
+        for record in batch:
+            for tail in record.relations.get(relation, []):
+                passages = record.passages.get((relation, tail))
+                if passages:
+                    cited.append({"head": record.name, "tail": tail, "passages": passages})
+                else:
+                    plain.append((record.name, tail))
+        if plain or cited:
+            created = merge_relations(store, relation, plain, batch_size=ROWS_PER_WRITE)
+            edges[str(relation)] = created + _merge_cited(store, relation, cited)
     return {"nodes": nodes, "edges": edges}
+
+
+def _merge_cited(store: GraphStore, relation: Relation, rows: list[dict[str, Any]]) -> int:
+    """MERGE edges between existing nodes, adding the passages of each row to the edge's `passages` list."""
+    triple = TRIPLE_TYPE[relation]
+    cypher = (
+        f"UNWIND $rows AS row MATCH (h:{triple.source} {{name: row.head}}) "
+        f"MATCH (t:{triple.target} {{name: row.tail}}) MERGE (h)-[e:{relation}]->(t) "
+        "SET e.passages = coalesce(e.passages, []) + "
+        "[p IN row.passages WHERE NOT p IN coalesce(e.passages, [])]"
+    )
+    return sum(
+        store.write(cypher, {"rows": rows[i : i + ROWS_PER_WRITE]}).relationships_created
+        for i in range(0, len(rows), ROWS_PER_WRITE)
+    )
 
 
 def load_sources(
@@ -234,7 +269,7 @@ def _load_source(
     done: dict[str, dict[str, dict[str, int]]] = entry["batches"]
     resumed = len(done)
     if not entry["complete"]:
-        records = canonical_records(source.records, NameRegistry(store))
+        records = canonical_records(source.records, NameRegistry(store, source.synonyms))
         batches = [records[i : i + batch_size] for i in range(0, len(records), batch_size)]
         with tqdm(
             total=len(batches), initial=resumed, desc=source.name, unit="batch", disable=not progress

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from clinrag.graph.schema import MAX_NAME_CHARS, TRIPLE_TYPE, Label, Relation
@@ -40,15 +41,17 @@ class Skips:
 
 @dataclass
 class DiseaseRecord:
-    """One disease: its name, an optional description, and its neighbours by relation (names)."""
+    """One disease: its name, an optional description, its neighbours by relation (names) and, for sources
+    that know it, the passages each edge was read from (ids, kept on the edge in the graph)."""
 
     key: str  # where it came from in the source, e.g. "OMIM:100070"
     name: str
     description: str | None = None
     relations: dict[Relation, list[str]] = field(default_factory=dict)
+    passages: dict[tuple[Relation, str], list[str]] = field(default_factory=dict)
 
-    def add(self, relation: Relation, target: object, skips: Skips) -> None:
-        """Add one neighbour; an unusable name is counted in `skips` instead."""
+    def add(self, relation: Relation, target: object, skips: Skips, passages: Sequence[str] = ()) -> None:
+        """Add one neighbour (and the passages that state it); an unusable name is counted in `skips`."""
         name = clean_name(target)
         if name is None:
             reason = LONG_NAME if isinstance(target, str) and target.strip() else EMPTY_NAME
@@ -57,9 +60,16 @@ class DiseaseRecord:
         if TRIPLE_TYPE[relation].target is Label.DISEASE and name == self.name:
             skips.add(SELF_COMORBIDITY, self.key)
             return
+        self.link(relation, name, passages)
+
+    def link(self, relation: Relation, name: str, passages: Sequence[str] = ()) -> None:
+        """Add a neighbour whose name is known to be usable, once, with the passages that state it."""
         targets = self.relations.setdefault(relation, [])
         if name not in targets:
             targets.append(name)
+        if passages:
+            known = self.passages.setdefault((relation, name), [])
+            known += [p for p in passages if p not in known]
 
     @property
     def edge_count(self) -> int:
@@ -77,6 +87,9 @@ class SourceRecords:
     read: int = 0  # records read from the source, kept or not
     skips: Skips = field(default_factory=Skips)
     notes: list[str] = field(default_factory=list)  # choices the importer made, for the report
+    # Other names a name may be known by (e.g. its MeSH descriptor's): the loader joins a name to an existing
+    # node through them when the name itself matches none.
+    synonyms: Callable[[str], Sequence[str]] | None = None
 
     def keep(self, record: DiseaseRecord, no_relation_reason: str) -> None:
         """Keep a disease that has at least one relation; one without is skipped (it would be isolated)."""
