@@ -14,7 +14,8 @@ from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
 from clinrag.knowledge.tagging import EmbeddingTagger
 from clinrag.llm.openai_compat import OpenAICompatible
-from clinrag.methods.doctorrag import PRIOR_FLOOR, DoctorRAG, DoctorRAGConfig, combine
+from clinrag.methods.answering import PRIOR_FLOOR, combine
+from clinrag.methods.doctorrag import DoctorRAG, DoctorRAGConfig
 from clinrag.patients.similarity import SimilarPatients
 from tests.openai_server import chat_body
 

@@ -12,7 +12,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -23,6 +24,7 @@ from clinrag.core.usage import Usage
 from clinrag.graph.matching import normalize
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
 from clinrag.llm.structured import parse_structured, with_schema
+from clinrag.patients.similarity import Neighbours, label_vote
 from clinrag.tasks.templates import CHOICE_TASKS, TaskPrompt
 
 AnswerMode = Literal["score", "generate"]
@@ -132,6 +134,39 @@ def option_key(label: str, options: dict[str, str]) -> str:
         return exact
     wanted = normalize(label)
     return next((key for key, text in options.items() if normalize(text) == wanted), label)
+
+
+# --- the experience prior over the options ----------------------------------------------------------------
+
+PRIOR_FLOOR = 0.01  # ε: an option no similar patient had keeps a small chance
+
+
+def option_prior(case: Case, neighbours: Neighbours, labels: Mapping[str, list[str]]) -> dict[str, float]:
+    """The similar patients' similarity-weighted label vote over the option keys (labels are option texts or
+    keys), normalised over the options they had; options no similar patient had are absent."""
+    shares: dict[str, float] = {}
+    for label, share in label_vote(neighbours, labels).items():
+        key = option_key(label, case.options)
+        if key in case.options:
+            shares[key] = shares.get(key, 0.0) + share
+    total = sum(shares.values())
+    return {key: share / total for key, share in shares.items()} if total else {}
+
+
+def combine(llm: dict[str, float], prior: dict[str, float], weight: float) -> dict[str, float]:
+    """P(o) ∝ P_llm(o) · (P_exp(o) + ε)^λ over the options either part scored; either part may be empty."""
+    if not prior:
+        return dict(llm)
+    keys = list(llm) or list(prior)
+    logs = {
+        key: (math.log(llm[key]) if llm and llm[key] > 0 else (0.0 if not llm else -math.inf))
+        + weight * math.log(prior.get(key, 0.0) + PRIOR_FLOOR)
+        for key in keys
+    }
+    top = max(logs.values())
+    weights = {key: math.exp(value - top) for key, value in logs.items()}
+    total = sum(weights.values())
+    return {key: value / total for key, value in weights.items()}
 
 
 # --- answering from a prepared request --------------------------------------------------------------------

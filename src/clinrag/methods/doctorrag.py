@@ -17,7 +17,6 @@ free text is generated from C (and refined by Med-TextGrad when configured).
 from __future__ import annotations
 
 import asyncio
-import math
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -30,9 +29,11 @@ from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.tagging import Tagger
 from clinrag.llm.base import ChatModel, ChatRequest
 from clinrag.methods.answering import (
+    combine,
     complete,
     generate,
     option_distribution,
+    option_prior,
     ranked_result,
     record_failure,
     top,
@@ -41,12 +42,11 @@ from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.context import ClinicalContext
 from clinrag.methods.medtextgrad import EarlyStop, MedTextGrad, MedTextGradConfig
 from clinrag.methods.registry import register
-from clinrag.patients.similarity import Neighbours, SimilarPatients, label_vote, patient_evidence
+from clinrag.patients.similarity import Neighbours, SimilarPatients, patient_evidence
 from clinrag.tasks.citations import cited_ids
 from clinrag.tasks.render import case_text
 from clinrag.tasks.templates import CHOICE_TASKS, SET_TASKS, TaskPrompt, get_task_prompt, task_prompt
 
-PRIOR_FLOOR = 0.01  # ε: an option no similar patient had keeps a small chance
 PROMPT_PATIENT_CHARS = 300  # per patient in the prompt; the full record stays in the evidence
 
 
@@ -180,17 +180,10 @@ class DoctorRAG(Method):
         return ChatRequest.of(prompt.render(case, rendered), system=prompt.system, **params)
 
     def _prior(self, case: Case, neighbours: Neighbours) -> dict[str, float]:
-        """The similar patients' label distribution over the option keys (labels are option texts or keys)."""
+        """The similar patients' label distribution over the option keys."""
         if not (self.config.use_prior and neighbours):
             return {}
-        neighbours = neighbours[: self.config.k_prior]
-        key_of = {text: key for key, text in case.options.items()} | {key: key for key in case.options}
-        shares: dict[str, float] = {}
-        for label, share in label_vote(neighbours, self.labels).items():
-            if label in key_of:
-                shares[key_of[label]] = shares.get(key_of[label], 0.0) + share
-        total = sum(shares.values())
-        return {key: share / total for key, share in shares.items()} if total else {}
+        return option_prior(case, neighbours[: self.config.k_prior], self.labels)
 
     async def _choose(
         self, case: Case, prompt: TaskPrompt, context: ClinicalContext, neighbours: Neighbours, answer: Answer
@@ -276,22 +269,6 @@ def _mark_citations(answer: Answer) -> None:
 async def _in_thread(function, argument):
     """`function(argument)` in a worker thread, or None when the step is switched off (function is None)."""
     return None if function is None else await asyncio.to_thread(function, argument)
-
-
-def combine(llm: dict[str, float], prior: dict[str, float], weight: float) -> dict[str, float]:
-    """P(o) ∝ P_llm(o) · (P_exp(o) + ε)^λ over the options either part scored; either part may be empty."""
-    if not prior:
-        return dict(llm)
-    keys = list(llm) or list(prior)
-    logs = {
-        key: (math.log(llm[key]) if llm and llm[key] > 0 else (0.0 if not llm else -math.inf))
-        + weight * math.log(prior.get(key, 0.0) + PRIOR_FLOOR)
-        for key in keys
-    }
-    top = max(logs.values())
-    weights = {key: math.exp(value - top) for key, value in logs.items()}
-    total = sum(weights.values())
-    return {key: value / total for key, value in weights.items()}
 
 
 def _choice_text(
