@@ -205,6 +205,19 @@ def test_a_patient_says_a_ddxplus_finding_in_the_first_person(ddxplus: Vocabular
     assert [(f.concept_id, f.status) for f in found] == [("ddxplus:E_214", "present")]
 
 
+def test_a_parenthetical_aside_does_not_break_a_phrase(ddxplus: Vocabulary, hpo: Vocabulary) -> None:
+    extractor = FindingExtractor(hpo.merge(ddxplus))
+    text = "I have diffuse (widespread) muscle pain."
+    [finding] = extractor.extract(text).findings
+    assert (finding.concept_id, finding.status) == ("ddxplus:E_144", "present")  # not plain myalgia
+    assert text[finding.start : finding.end] == finding.text == "diffuse (widespread) muscle pain"
+    asides = extractor.extract("I have a cough (since Monday) and (no) fever.")
+    assert {f.concept_id: f.status for f in asides.findings} == {
+        "hpo:HP:0012735": "present",
+        "hpo:HP:0001945": "absent",
+    }
+
+
 def test_a_clause_saying_more_than_its_mention_is_also_read_by_meaning(
     ddxplus: Vocabulary, hpo: Vocabulary
 ) -> None:

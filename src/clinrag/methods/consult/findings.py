@@ -495,10 +495,32 @@ class FindingExtractor:
         return doc
 
     def _phrase_mentions(self, doc: Doc) -> list[Mention]:
-        return [
+        mentions = [
             Mention(start, end, self._concepts[int(self.nlp.vocab.strings[match_id])])
             for match_id, start, end in self.matcher(doc)
         ]
+        return mentions + self._across_asides(doc)
+
+    def _across_asides(self, doc: Doc) -> list[Mention]:
+        """The mentions a parenthetical aside interrupts ("diffuse (widespread) muscle pain"): matched in the
+        text without its asides, and mapped back to the tokens of the text as written."""
+        asides = [(m.start(), m.end()) for m in _ASIDE.finditer(doc.text)]
+        if not asides:
+            return []
+        bounds = [0, *(i for aside in asides for i in aside), len(doc.text)]
+        kept = list(zip(bounds[::2], bounds[1::2], strict=True))
+        plain = self.nlp.make_doc("".join(doc.text[start:end] for start, end in kept))
+        origin = [i for start, end in kept for i in range(start, end)]  # plain character → written one
+        mentions = []
+        for match_id, start, end in self.matcher(plain):
+            first, last = origin[plain[start].idx], origin[plain[end - 1].idx + len(plain[end - 1]) - 1]
+            if last - first + 1 == plain[start:end].end_char - plain[start:end].start_char:
+                continue  # no aside inside: the text as written has this mention already
+            span = doc.char_span(first, last + 1, alignment_mode="expand")
+            if span is not None:
+                concept = self._concepts[int(self.nlp.vocab.strings[match_id])]
+                mentions.append(Mention(span.start, span.end, concept))
+        return mentions
 
     def _lay_mentions(self, doc: Doc) -> list[Mention]:
         mentions = []
@@ -535,6 +557,9 @@ class FindingExtractor:
 
     def _first_known(self, names: tuple[str, ...]) -> Concept | None:
         return next((c for name in names if (c := self.vocabulary.lookup(name)) is not None), None)
+
+
+_ASIDE = re.compile(r"\s*\([^()]*\)")  # a parenthetical aside with the space before it
 
 
 def _resolve(mentions: list[Mention]) -> list[Mention]:
