@@ -49,8 +49,8 @@ _NEGATION.add_patterns(
             "no longer",
             "none",
         ],
-        "following_negations": ["gone", "resolved", "went away", "is gone"],
-        "termination": ["and now", "instead", "just"],
+        # A new clause of the patient's own ("…, my hands tingled", "… and I'm coughing") ends a cue's scope.
+        "termination": ["and now", "instead", "just", ", i", "; i", ", my", "and i", "and my", "otherwise"],
     }
 )
 _HEDGING = {
@@ -126,7 +126,12 @@ _SOMEONE_ELSE = {
     ],
 }
 
-# --- lay constructions: "<pain word> … <body part>" → "<body part> pain" ---------------------------------
+# "My eyesight is normal", "I can swallow fine", "the runny nose went away": what the clause says after a
+# finding denies it. Read within the finding's clause only (NegEx's following cues reach back over the whole
+# sentence: "I have a cough and everything else is normal").
+_RESOLVED = re.compile(r"\b(?:normal(?:ly)?|fine|ok(?:ay)?|gone|resolved|went away|cleared up)\b", re.I)
+
+# --- lay constructions: "<pain word> … <body part>" → "<body part> pain", the same for swelling -----------
 _PAIN = {
     "pain",
     "pains",
@@ -142,6 +147,14 @@ _PAIN = {
     "discomfort",
     "tightness",
     "pressure",
+    "squeezing",
+    "crushing",
+    "heaviness",
+    "throbbing",
+    "stabbing",
+    "killing",
+    "pulling",  # a small child pulling at an ear
+    "tugging",
 }
 _BODY = {
     "chest": ("chest pain",),
@@ -152,6 +165,7 @@ _BODY = {
     "head": ("headache",),
     "throat": ("sore throat", "throat pain"),
     "back": ("back pain",),
+    "side": ("flank pain",),
     "ear": ("ear pain", "otalgia"),
     "ears": ("ear pain", "otalgia"),
     "joint": ("arthralgia", "joint pain"),
@@ -161,13 +175,54 @@ _BODY = {
     "neck": ("neck pain",),
     "eye": ("eye pain",),
     "eyes": ("eye pain",),
+    "face": ("facial pain",),
+    "jaw": ("jaw pain",),
     "leg": ("leg pain",),
     "legs": ("leg pain",),
+    "calf": ("leg pain",),
     "arm": ("arm pain",),
     "arms": ("arm pain",),
     "knee": ("knee pain",),
     "shoulder": ("shoulder pain",),
+    "hip": ("hip pain",),
+    "ankle": ("ankle pain",),
+    "foot": ("foot pain",),
+    "feet": ("foot pain",),
+    "toe": ("toe pain",),
+    "wrist": ("wrist pain",),
+    "elbow": ("elbow pain",),
+    "hand": ("hand pain",),
+    "heel": ("heel pain", "foot pain"),
+    "breastbone": ("chest pain",),
 }
+_LOWER_BACK = ("low back pain", "back pain")
+_SWELLING = {"swollen", "swelling", "swelled", "puffy"}
+_LEG_SWELLING = ("swelling in legs", "pedal edema", "edema", "swelling")
+_JOINT_SWELLING = ("joint swelling", "swelling")
+_SWOLLEN = {
+    **dict.fromkeys(("leg", "legs", "calf", "calves", "ankle", "ankles", "foot", "feet"), _LEG_SWELLING),
+    **dict.fromkeys(
+        ("joint", "joints", "knee", "knees", "toe", "toes", "finger", "fingers"), _JOINT_SWELLING
+    ),
+    **dict.fromkeys(("wrist", "elbow", "hip"), _JOINT_SWELLING),
+    **dict.fromkeys(("face", "eyelids", "eyes"), ("facial edema", "swelling")),
+    **dict.fromkeys(("glands", "neck"), ("swollen lymph nodes", "lymphadenopathy")),
+}
+_HEART = {"racing", "pounding", "fluttering", "thumping", "skipping", "hammering", "irregular", "jumping"}
+_BLOOD = {"blood", "bloody", "pink", "red"}
+_URINE = dict.fromkeys(("urine", "pee", "wee"), ("blood in urine", "hematuria"))
+_REDNESS = {"red", "bloodshot", "pink"}
+_BURNING = {"burning", "burns", "burn"}
+# (cue words, body part → the names the finding may have, the finding when no part is near)
+_LAY_CONSTRUCTIONS: tuple[tuple[set[str], dict[str, tuple[str, ...]], tuple[str, ...]], ...] = (
+    (_PAIN, _BODY, ()),
+    (_SWELLING, _SWOLLEN, ("swelling",)),
+    (_HEART, dict.fromkeys(("heart", "heartbeat", "pulse"), ("palpitations",)), ()),
+    (_BLOOD, _URINE, ()),
+    (_REDNESS, dict.fromkeys(("eye", "eyes"), ("red eyes", "red eye")), ()),
+    (_BURNING, dict.fromkeys(("breastbone", "chest", "gullet"), ("heartburn",)), ()),
+)
+_DETERMINERS = {"my", "the", "his", "her", "your", "our", "their"}
 _BREATHING = {"breathe", "breathing", "breath", "inhale", "inhaling", "breaths"}
 _PLEURITIC = ("pleuritic chest pain", "pain that is increased when you breathe in deeply")
 _SPUTUM = {"phlegm", "mucus", "sputum", "productive", "green", "yellow"}
@@ -187,9 +242,47 @@ _LAY_PHRASES = {
     "throwing up": ("vomiting",),
     "blood in my stool": ("hematochezia", "blood in stool"),
     "blood in the stool": ("hematochezia", "blood in stool"),
-    "swelling in my legs": ("lower limb edema", "edema"),
-    "swollen legs": ("lower limb edema", "edema"),
-    "swollen ankles": ("ankle swelling", "edema"),
+    "wheezy": ("wheezing",),
+    **dict.fromkeys(
+        ("no appetite", "poor appetite", "lost my appetite", "off my food", "off his food", "off her food"),
+        ("loss of appetite", "poor appetite"),
+    ),
+    **dict.fromkeys(("tingled", "tingly", "pins and needles"), ("tingling", "paresthesia")),
+    **dict.fromkeys(
+        (
+            "can't sleep",
+            "can't get to sleep",
+            "can't get back to sleep",
+            "trouble sleeping",
+            "difficulty sleeping",
+        ),
+        ("insomnia",),
+    ),
+    **dict.fromkeys(
+        ("felt low", "feel low", "feeling low", "felt down", "feeling down", "worthless"), ("depression",)
+    ),
+    **dict.fromkeys(("lost interest", "no interest"), ("anhedonia",)),
+    **dict.fromkeys(("catch my breath", "can't catch my breath", "couldn't catch my breath"), ("dyspnea",)),
+    **dict.fromkeys(("lightheaded", "light-headed", "light headed"), ("lightheadedness", "dizziness")),
+    "queasy": ("nausea",),
+    **dict.fromkeys(
+        ("red and swollen", "red, hot", "red and hot", "hot and red", "red and sore"), ("redness",)
+    ),
+    **dict.fromkeys(("warm to touch", "hot to touch", "warm to the touch", "hot to the touch"), ("warmth",)),
+    **dict.fromkeys(("shivery", "shivering", "the shivers", "shivers"), ("chills",)),
+    **dict.fromkeys(
+        ("a temperature", "high temperature", "running a temperature", "slight temperature"), ("fever",)
+    ),
+    **dict.fromkeys(
+        ("been sick once", "been sick twice", "being sick", "been sick a few times"), ("vomiting",)
+    ),
+    **dict.fromkeys(("passed out", "fainted", "blacked out"), ("syncope", "loss of consciousness")),
+    **dict.fromkeys(("blurry", "gone blurry", "went blurry"), ("blurred vision",)),
+    **dict.fromkeys(("slurred", "slurring"), ("slurred speech", "dysarthria")),
+    **dict.fromkeys(
+        ("look yellow", "looks yellow", "turned yellow", "gone yellow", "yellow eyes"), ("jaundice",)
+    ),
+    **dict.fromkeys(("anxious", "on edge", "can't stop worrying", "worry about everything"), ("anxiety",)),
 }
 # Single words that some HPO synonyms use but that mean nothing clinical in a patient's sentence.
 _EVERYDAY = frozenset(
@@ -431,7 +524,7 @@ class FindingExtractor:
         doc.ents = [Span(doc, m.start, m.end, label=LABEL) for m in mentions]
         doc = self._context(doc)
         findings = [
-            _finding(mention.concept, span, _status(span))
+            _finding(mention.concept, span, _status(span, _rest_of_clause(text, span.end_char)))
             for mention, span in zip(mentions, doc.ents, strict=True)
             if not span._.other
         ]
@@ -480,7 +573,7 @@ class FindingExtractor:
                 "uncertain"
                 if any(span._.hedged for span in cues.ents)
                 else "absent"
-                if negated and any(span._.negex for span in cues.ents)
+                if (negated and any(span._.negex for span in cues.ents)) or _RESOLVED.search(text)
                 else "present"
             )
             findings.append(_finding(self.meanings.concepts[index], clause, status))
@@ -527,21 +620,36 @@ class FindingExtractor:
         for sentence in doc.sents:
             words = [token.lower_ for token in sentence]
             for i, word in enumerate(words):
-                if word in _PAIN:
-                    mentions.extend(self._body_pain(sentence, words, i))
+                for cues, parts, default in _LAY_CONSTRUCTIONS:
+                    if word in cues:
+                        mentions.extend(self._body_finding(sentence, words, i, parts, default))
                 if word in _COUGH:
                     mentions.extend(self._productive_cough(sentence, words, i))
         return mentions
 
-    def _body_pain(self, sentence: Span, words: list[str], i: int) -> list[Mention]:
+    def _body_finding(
+        self,
+        sentence: Span,
+        words: list[str],
+        i: int,
+        parts: dict[str, tuple[str, ...]],
+        default: tuple[str, ...],
+    ) -> list[Mention]:
+        """The finding of the body part nearest to the cue word `words[i]` ("pain on the right side of my
+        chest" is chest pain: a part "of" another part is the other part), else the `default` finding."""
         low, high = max(0, i - LAY_WINDOW), min(len(words), i + LAY_WINDOW + 1)
-        parts = [j for j in range(low, high) if words[j] in _BODY]
-        if not parts:
-            return []
-        j = min(parts, key=lambda k: abs(k - i))
-        start, end = min(i, j), max(i, j) + 1
-        candidates = _BODY[words[j]]
-        if words[j] == "chest":
+        nearby = [j for j in range(low, high) if words[j] in parts and j != i]
+        j = _part_of(words, min(nearby, key=lambda k: abs(k - i)), parts) if nearby else None
+        if j is None:
+            concept = self._first_known(default) if default else None
+            return [Mention(sentence.start + i, sentence.start + i + 1, concept)] if concept else []
+        candidates = parts[words[j]]
+        if parts is _BODY and words[j] == "back" and j > 0 and words[j - 1] in {"lower", "low"}:
+            candidates = _LOWER_BACK
+        # The cue starts the mention: a part named before it may carry two findings ("my calf is swollen and
+        # it hurts"), and a denial between them is then before the mention ("my chest doesn't hurt").
+        start, end = i, max(i, j) + 1
+        if parts is _BODY and words[j] == "chest":
             breath = [k for k in range(end, min(len(words), end + 5)) if words[k] in _BREATHING]
             if breath:
                 end, candidates = breath[0] + 1, (*_PLEURITIC, *candidates)
@@ -560,6 +668,15 @@ class FindingExtractor:
 
 
 _ASIDE = re.compile(r"\s*\([^()]*\)")  # a parenthetical aside with the space before it
+
+
+def _part_of(words: list[str], j: int, parts: dict[str, tuple[str, ...]]) -> int | None:
+    """`j`, or the part it is a region of ("the back of my head" → head); None when that is not a part the
+    construction knows ("the back of the ankle" for pain words without an ankle)."""
+    if j + 1 >= len(words) or words[j + 1] != "of":
+        return j
+    k = j + 2 + (j + 2 < len(words) and words[j + 2] in _DETERMINERS)
+    return k if k < len(words) and words[k] in parts else None
 
 
 def _resolve(mentions: list[Mention]) -> list[Mention]:
@@ -639,8 +756,15 @@ def _offsets(spans: Iterable[Span]) -> list[tuple[int, int]]:
     return [(span.start_char, span.end_char) for span in spans]
 
 
-def _status(span: Span) -> FindingStatus:
-    return "uncertain" if span._.hedged else "absent" if span._.negex else "present"
+def _status(span: Span, after: str) -> FindingStatus:
+    """The status of a mention, `after` being the rest of its clause."""
+    if span._.hedged:
+        return "uncertain"
+    return "absent" if span._.negex or _RESOLVED.search(after) else "present"
+
+
+def _rest_of_clause(text: str, end: int) -> str:
+    return _CLAUSE_SPLIT.split(text[end:], maxsplit=1)[0]
 
 
 def _finding(concept: Concept, span: Span, status: FindingStatus) -> Finding:
