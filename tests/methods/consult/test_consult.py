@@ -4,8 +4,10 @@ steps, abstention, evidence that resolves, leave-case-out experience, the intera
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from clinrag.core.models import Case
@@ -100,9 +102,7 @@ def test_french_and_chinese_answers_use_their_templates(packaged) -> None:
 def test_ddxplus_knowledge_with_experience_leaves_the_case_out(consult_home: Path, data_dir: Path) -> None:
     folder = data_dir / "ddxplus"
     text = load_dataset("ddxplus-text", folder)
-    context = MethodContext(
-        settings=Settings(home=consult_home), experience=text.records, labels=text.labels
-    )
+    context = MethodContext(settings=Settings(home=consult_home), experience=text.records, labels=text.labels)
     method = ConsultMethod(build_consultant(context, ConsultConfig(knowledge=f"ddxplus:{folder}")))
     experience = method.consultant.differential.experience
     assert experience is not None and experience.patients.sum() == len(text.records)
@@ -113,3 +113,19 @@ def test_ddxplus_knowledge_with_experience_leaves_the_case_out(consult_home: Pat
     answers = [method.answer(c) for c in text.cases[:20]]
     correct = sum(a.result.choice == c.gold.answer for a, c in zip(answers, text.cases, strict=False))
     assert correct >= 14  # experience and text understanding together; knn-vote on codes gets ~0.98
+
+
+def test_what_goes_unsaid_counts_against_the_diseases_that_list_it(packaged) -> None:
+    differential = packaged.consultant.differential
+    nothing_said = differential.unmentioned(())
+    cough = differential.vocabulary.lookup("cough").id
+    penalty = nothing_said - differential.unmentioned([cough])  # log(1 − α · P(cough | d)) per disease
+    listing = list(differential.listed[cough])
+    others = np.setdiff1d(np.arange(len(penalty)), listing)
+    assert penalty[listing].max() < penalty[others].min() < 0
+    # the sum over every finding counted, as computed from the listings, is the sum of the findings' terms
+    terms = sum(nothing_said - differential.unmentioned([concept]) for concept in differential.listed)
+    assert np.allclose(terms, nothing_said)
+    silent = copy.copy(differential)
+    silent.mention_rate = 0.0
+    assert not silent.unmentioned(()).any()

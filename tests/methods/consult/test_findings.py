@@ -279,7 +279,8 @@ def test_normal_fine_or_gone_denies_the_finding_of_its_own_clause(extractor: Fin
         "Cough": "present",
     }
     # not a finding of another clause
-    assert _statuses(extractor.extract("I have a cough and everything else is normal.")) == {"Cough": "present"}
+    found = extractor.extract("I have a cough and everything else is normal.")
+    assert _statuses(found) == {"Cough": "present"}
 
 
 def test_a_new_clause_of_the_patients_ends_a_denial(extractor: FindingExtractor) -> None:

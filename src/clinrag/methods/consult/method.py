@@ -17,7 +17,7 @@ from clinrag.methods.answering import option_key
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec, run_sync
 from clinrag.methods.consult.compose import render
 from clinrag.methods.consult.consultant import Consultant, ConsultState
-from clinrag.methods.consult.differential import Differential, Experience
+from clinrag.methods.consult.differential import MENTION_RATE, Differential, Experience
 from clinrag.methods.consult.diseases import DiseaseModel
 from clinrag.methods.consult.findings import FindingExtractor
 from clinrag.methods.consult.prose import Names, ProseWriter, Unsupported
@@ -37,6 +37,9 @@ class ConsultConfig(MethodConfig):
     patients: str | None = None
     questions: int = Field(default=3, ge=0, le=10)
     abstain_below: float = Field(default=0.1, ge=0.0, le=1.0)
+    # How often a patient mentions, unasked, a finding they have (what goes unsaid then counts a little
+    # against the diseases that nearly always show it; 0: not at all; see `differential`).
+    mention_rate: float = Field(default=MENTION_RATE, ge=0.0, lt=1.0)
     # Who writes the answer's sentences: the templates, or the chat model ("llm": a capable one — the
     # embedded 135M model invents facts) checked against the evidence; None: the consult_prose setting.
     prose: Literal["template", "llm"] | None = None
@@ -158,7 +161,7 @@ def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultan
     # common diseases (embedding the rare-disease phenotypes too would take minutes).
     lay = sorted({s for disease in model.diseases if not disease.rare for s in disease.symptoms})
     return Consultant(
-        Differential(model, vocabulary, experience),
+        Differential(model, vocabulary, experience, mention_rate=config.mention_rate),
         FindingExtractor(vocabulary, context.embedder, lay_names=lay),
         questions=config.questions,
         abstain_below=config.abstain_below,
