@@ -59,7 +59,7 @@ def main() -> None:
             own = consultant.leaving_out(case.id)
             differential, record = own.differential, records[case.id]
             asked = differential.experience.asked
-            codes = {code.split("_@_")[0] for code in record.codes["evidence"]}
+            codes = {part for code in record.codes["evidence"] for part in (code, code.split("_@_")[0])}
             present = {by_id[f"ddxplus:{c}"]: True for c in codes if f"ddxplus:{c}" in by_id}
             present = {concept: True for concept in present if concept in asked}
             closed = {concept: concept in present for concept in asked}

@@ -175,7 +175,15 @@ def test_ddxplus_vocabulary_names_concepts_by_question(ddxplus: Vocabulary) -> N
     assert ddxplus.lookup("fever").id == "ddxplus:E_91"
     assert {"chills", "shivers"} <= set(ddxplus.lookup("chills").synonyms)
     assert all(c.id.startswith("ddxplus:E_") for c in ddxplus.concepts)
-    assert len(ddxplus) == 208  # the yes/no evidences of release_evidences.json
+    # the 208 yes/no evidences of release_evidences.json, and the 101 body sites of pain and of swelling
+    assert len(ddxplus) == 208 + 2 * 101
+    ear = ddxplus.lookup("ear pain")
+    assert set(ear.ids) == {"ddxplus:E_55_@_V_129", "ddxplus:E_55_@_V_130"}  # right and left ear
+    assert ear.parents == ("ddxplus:E_53",) and ddxplus.lookup("pain").id == "ddxplus:E_53"
+    merged = Vocabulary.from_hpo().merge(ddxplus)
+    assert "ddxplus:E_55_@_V_129" in merged.lookup("ear pain").ids  # joined to HPO's Ear pain
+    tonsil = merged.lookup("tonsil pain")
+    assert tonsil.parents == (merged.lookup("pain").id,)  # the parent follows its merge
     assert question_phrases("Do you have swollen or painful lymph nodes?") == (
         "swollen or painful lymph nodes",
     )
@@ -186,7 +194,13 @@ def test_question_phrases_drop_ddxplus_boilerplate_and_have_the_patients_words()
     assert question_phrases(
         "Do you have any lesions, redness or problems on your skin that you believe are related to the "
         "condition you are consulting for?"
-    ) == ("lesions, redness or problems on your skin", "lesions, redness or problems on my skin")
+    ) == (
+        "lesions, redness or problems on your skin",
+        "skin lesions",
+        "skin redness",
+        "skin problems",
+        "lesions, redness or problems on my skin",
+    )
     assert question_phrases("Have you noticed a wheezing sound when you exhale?") == (
         "wheezing sound when you exhale",
         "wheezing sound when I exhale",
@@ -232,6 +246,16 @@ def test_a_clause_saying_more_than_its_mention_is_also_read_by_meaning(
     assert found["ddxplus:E_157"] == "present"
     # what the phrases found stays, once
     assert {f.concept_id for f in phrases.extract(text).findings} <= set(found)
+
+
+def test_pain_in_a_listed_site_of_the_knowledge(ddxplus: Vocabulary, hpo: Vocabulary) -> None:
+    extractor = FindingExtractor(hpo.merge(ddxplus))
+    found = extractor.extract("I have pain in my left tonsil and my throat. My right ankle is swollen.")
+    assert _statuses(found) == {
+        "tonsil pain": "present",
+        "Pharyngalgia": "present",
+        "Ankle swelling": "present",
+    }
 
 
 def test_merge_joins_a_plain_name_to_the_hpo_concept(hpo: Vocabulary) -> None:

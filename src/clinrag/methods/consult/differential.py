@@ -62,7 +62,7 @@ class Experience:
         field: str = "evidence",
     ) -> Experience | None:
         """The counts over the records whose label is a disease of the model (None if none is); a coded
-        finding `E_1` is concept `ddxplus:E_1` when the vocabulary has it."""
+        finding `E_1` (or value `E_55_@_V_129`) is concept `ddxplus:E_1` when the vocabulary has it."""
         index = {d.name: i for i, d in enumerate(model.diseases)}
         by_id = {alias: concept for concept in vocabulary.concepts for alias in concept.ids}
         patients = np.zeros(len(model.diseases))
@@ -73,7 +73,9 @@ class Experience:
             if label not in index:
                 continue
             row = index[label]
-            codes = {code.split("_@_")[0] for code in record.codes.get(field, ())}
+            # a coded value ("E_55_@_V_129", pain in the right ear) is its evidence and, when the vocabulary
+            # has it, its own concept
+            codes = {part for code in record.codes.get(field, ()) for part in (code, code.split("_@_")[0])}
             concepts = tuple(sorted({by_id[f"ddxplus:{c}"].id for c in codes if f"ddxplus:{c}" in by_id}))
             contributions[record.id] = (row, concepts)
             patients[row] += 1

@@ -25,7 +25,7 @@ from spacy.tokens import Doc, Span
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.embed.base import Embedder
-from clinrag.methods.consult.vocabulary import Concept, Vocabulary
+from clinrag.methods.consult.vocabulary import SITE_FINDINGS, Concept, Vocabulary
 
 FindingStatus = Literal["present", "absent", "uncertain"]
 Sex = Literal["female", "male"]
@@ -213,16 +213,19 @@ _BLOOD = {"blood", "bloody", "pink", "red"}
 _URINE = dict.fromkeys(("urine", "pee", "wee"), ("blood in urine", "hematuria"))
 _REDNESS = {"red", "bloodshot", "pink"}
 _BURNING = {"burning", "burns", "burn"}
-# (cue words, body part → the names the finding may have, the finding when no part is near)
-_LAY_CONSTRUCTIONS: tuple[tuple[set[str], dict[str, tuple[str, ...]], tuple[str, ...]], ...] = (
-    (_PAIN, _BODY, ()),
-    (_SWELLING, _SWOLLEN, ("swelling",)),
-    (_HEART, dict.fromkeys(("heart", "heartbeat", "pulse"), ("palpitations",)), ()),
-    (_BLOOD, _URINE, ()),
-    (_REDNESS, dict.fromkeys(("eye", "eyes"), ("red eyes", "red eye")), ()),
-    (_BURNING, dict.fromkeys(("breastbone", "chest", "gullet"), ("heartburn",)), ()),
+# (cue words, body part → the names the finding may have, the finding when no part is near, the word the
+# knowledge's site findings end with: DDXPlus' "tonsil pain" adds "tonsil" to the pain parts)
+_Construction = tuple[set[str], dict[str, tuple[str, ...]], tuple[str, ...], str | None]
+_LAY_CONSTRUCTIONS: tuple[_Construction, ...] = (
+    (_PAIN, _BODY, (), "pain"),
+    (_SWELLING, _SWOLLEN, ("swelling",), "swelling"),
+    (_HEART, dict.fromkeys(("heart", "heartbeat", "pulse"), ("palpitations",)), (), None),
+    (_BLOOD, _URINE, (), None),
+    (_REDNESS, dict.fromkeys(("eye", "eyes"), ("red eyes", "red eye")), (), None),
+    (_BURNING, dict.fromkeys(("breastbone", "chest", "gullet"), ("heartburn",)), (), None),
 )
 _DETERMINERS = {"my", "the", "his", "her", "your", "our", "their"}
+_LIST_GLUE = {",", "and", "or", "both", "right", "left", *_DETERMINERS}
 _BREATHING = {"breathe", "breathing", "breath", "inhale", "inhaling", "breaths"}
 _PLEURITIC = ("pleuritic chest pain", "pain that is increased when you breathe in deeply")
 _SPUTUM = {"phlegm", "mucus", "sputum", "productive", "green", "yellow"}
@@ -511,6 +514,7 @@ class FindingExtractor:
         for number, doc in enumerate(self.nlp.tokenizer.pipe(surfaces)):
             self.matcher.add(str(number), [doc])
         self.meanings = None if embedder is None else MeaningIndex(vocabulary, embedder, lay_names)
+        self._constructions = _with_sites(vocabulary)
 
     def extract(self, text: str) -> Findings:
         if not text or not text.strip():
@@ -620,9 +624,9 @@ class FindingExtractor:
         for sentence in doc.sents:
             words = [token.lower_ for token in sentence]
             for i, word in enumerate(words):
-                for cues, parts, default in _LAY_CONSTRUCTIONS:
+                for cues, parts, default, _ in self._constructions:
                     if word in cues:
-                        mentions.extend(self._body_finding(sentence, words, i, parts, default))
+                        mentions.extend(self._body_finding(sentence, words, i, cues, parts, default))
                 if word in _COUGH:
                     mentions.extend(self._productive_cough(sentence, words, i))
         return mentions
@@ -632,29 +636,37 @@ class FindingExtractor:
         sentence: Span,
         words: list[str],
         i: int,
+        cues: set[str],
         parts: dict[str, tuple[str, ...]],
         default: tuple[str, ...],
     ) -> list[Mention]:
         """The finding of the body part nearest to the cue word `words[i]` ("pain on the right side of my
-        chest" is chest pain: a part "of" another part is the other part), else the `default` finding."""
+        chest" is chest pain: a part "of" another part is the other part), and of the parts listed after it
+        ("pain in my left tonsil and my throat"); else the `default` finding."""
         low, high = max(0, i - LAY_WINDOW), min(len(words), i + LAY_WINDOW + 1)
         nearby = [j for j in range(low, high) if words[j] in parts and j != i]
         j = _part_of(words, min(nearby, key=lambda k: abs(k - i)), parts) if nearby else None
         if j is None:
             concept = self._first_known(default) if default else None
             return [Mention(sentence.start + i, sentence.start + i + 1, concept)] if concept else []
+        pain = cues is _PAIN
         candidates = parts[words[j]]
-        if parts is _BODY and words[j] == "back" and j > 0 and words[j - 1] in {"lower", "low"}:
+        if pain and words[j] == "back" and j > 0 and words[j - 1] in {"lower", "low"}:
             candidates = _LOWER_BACK
         # The cue starts the mention: a part named before it may carry two findings ("my calf is swollen and
         # it hurts"), and a denial between them is then before the mention ("my chest doesn't hurt").
         start, end = i, max(i, j) + 1
-        if parts is _BODY and words[j] == "chest":
+        if pain and words[j] == "chest":
             breath = [k for k in range(end, min(len(words), end + 5)) if words[k] in _BREATHING]
             if breath:
                 end, candidates = breath[0] + 1, (*_PLEURITIC, *candidates)
-        concept = self._first_known(candidates)
-        return [Mention(sentence.start + start, sentence.start + end, concept)] if concept else []
+        found = [(start, end, self._first_known(candidates))]
+        k = j + 1
+        while j > i and k < len(words) and (words[k] in _LIST_GLUE or words[k] in parts):
+            if words[k] in parts:
+                found.append((k, k + 1, self._first_known(parts[words[k]])))
+            k += 1
+        return [Mention(sentence.start + a, sentence.start + b, c) for a, b, c in found if c is not None]
 
     def _productive_cough(self, sentence: Span, words: list[str], i: int) -> list[Mention]:
         near = [j for j in range(max(0, i - 2), min(len(words), i + 5)) if words[j] in _SPUTUM]
@@ -668,6 +680,24 @@ class FindingExtractor:
 
 
 _ASIDE = re.compile(r"\s*\([^()]*\)")  # a parenthetical aside with the space before it
+
+
+def _with_sites(vocabulary: Vocabulary) -> tuple[_Construction, ...]:
+    """The lay constructions with the one-word body sites of the knowledge's site findings added to their
+    parts, and preferred there ("pain in my tonsil" is DDXPlus' tonsil pain, a swollen ankle its ankle
+    swelling)."""
+    sites: dict[str, dict[str, tuple[str, ...]]] = {}
+    prefixes = tuple(f"ddxplus:{name}_@_" for name in SITE_FINDINGS)
+    for concept in vocabulary.concepts:
+        if any(i.startswith(prefixes) for i in concept.ids):
+            for surface in concept.surfaces:
+                words = surface.casefold().split()
+                if len(words) == 2 and words[0].isalpha():
+                    sites.setdefault(words[1], {}).setdefault(words[0], (surface,))
+    return tuple(
+        (cues, {**parts, **sites.get(site or "", {})}, default, site)
+        for cues, parts, default, site in _LAY_CONSTRUCTIONS
+    )
 
 
 def _part_of(words: list[str], j: int, parts: dict[str, tuple[str, ...]]) -> int | None:

@@ -45,6 +45,11 @@ _QUANTITY_OR = re.compile(r"\b(?:one or both|\d+ or more|or more)\b", re.IGNOREC
 # Sides of an "or" that do not name a finding by themselves.
 _NOT_ALONE = frozenset({"taking", "being treated", "more", "difficulty", "pain", "weakness", "swelling"})
 MAX_PART_WORDS = 4
+# DDXPlus multi-choice evidences whose values are body sites, the yes/no evidence they detail, and how a site
+# names the finding: pain in the ear is "ear pain" (one concept for both sides).
+SITE_FINDINGS = {"E_55": ("E_53", "{site} pain"), "E_152": ("E_151", "{site} swelling")}
+_SIDE = re.compile(r"\s*\((?:R|L)\)$")
+_NOWHERE = "V_123"
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,14 @@ class Vocabulary:
             merged[target.id] = replace(
                 current, synonyms=current.synonyms + extra, also=(*current.also, *concept.ids)
             )
-        return Vocabulary(list(merged.values()))
+        # a parent named by an id that is now another concept's alias is that concept
+        owner = {alias: concept.id for concept in merged.values() for alias in concept.ids}
+        return Vocabulary(
+            [
+                replace(c, parents=tuple(dict.fromkeys(owner.get(p, p) for p in c.parents)))
+                for c in merged.values()
+            ]
+        )
 
     @classmethod
     def from_names(cls, names: Iterable[str], source: str) -> Vocabulary:
@@ -168,7 +180,31 @@ class Vocabulary:
             if not antecedents and decoder.is_antecedent(name):
                 continue
             concepts.append(Concept(f"ddxplus:{name}", question, question_phrases(question), "ddxplus"))
+        concepts.extend(_site_concepts(decoder))
         return cls(concepts)
+
+
+def _site_concepts(decoder: EvidenceDecoder) -> list[Concept]:
+    """A concept per body site of the `SITE_FINDINGS` evidences, a kind of the finding it details; its ids
+    are the coded values ("ddxplus:E_55_@_V_129" and "…_V_130" for the right and left ear)."""
+    concepts = []
+    for name, (head, template) in SITE_FINDINGS.items():
+        by_site: dict[str, list[str]] = {}
+        for value, meaning in decoder.evidences.get(name, {}).get("value_meaning", {}).items():
+            site = _SIDE.sub("", meaning.get("en", "")).strip()
+            if value != _NOWHERE and site:
+                by_site.setdefault(site, []).append(f"ddxplus:{name}_@_{value}")
+        for site, ids in by_site.items():
+            concepts.append(
+                Concept(
+                    ids[0],
+                    template.format(site=site),
+                    source="ddxplus",
+                    also=tuple(ids[1:]),
+                    parents=(f"ddxplus:{head}",),
+                )
+            )
+    return concepts
 
 
 def question_phrases(question: str) -> tuple[str, ...]:
@@ -179,8 +215,23 @@ def question_phrases(question: str) -> tuple[str, ...]:
     text = _TRAILING.sub("", _ADVERBS.sub("", _QUESTION_FRAME.sub("", text))).strip()
     if not text:
         return ()
-    phrases = [text, *_alternatives(text)]
+    phrases = [text, *_alternatives(text), *_list_on_a_part(text)]
     return _usable([*phrases, *(first_person(phrase) for phrase in phrases)], exclude=question)
+
+
+# "lesions, redness or problems on your skin": one-word findings sharing the body part they are on
+_LIST_ON_PART = re.compile(
+    r"^(?P<items>\w+(?:, \w+)+,? or \w+) on (?:your|the) (?P<part>\w+)$", re.IGNORECASE
+)
+
+
+def _list_on_a_part(text: str) -> list[str]:
+    """Each finding of a list on one body part, as a patient names it ("skin lesions", "skin redness")."""
+    match = _LIST_ON_PART.match(text)
+    if match is None:
+        return []
+    items = re.split(r",\s*(?:or\s+)?|\s+or\s+", match["items"])
+    return [f"{match['part']} {item}" for item in items if item]
 
 
 _SECOND_PERSON = {"your": "my", "yours": "mine", "yourself": "myself", "you're": "I'm"}
