@@ -1,13 +1,15 @@
 """Re-derive the defaults of `meddx-experience` (its question policy and stopping rule) on DDXPlus development
 patients that the evaluation never questions.
 
-The evaluation sample (`clinrag eval run --dataset ddxplus-interactive --limit 200 --seed 0`) is reproduced
-with `sample_cases` and left out; development sets are drawn from the rest with fixed seeds, and each is
-questioned against a patient base without the evaluation sample and without itself. The policy's choice of
-question does not depend on the stopping rule, so each model setting is run once for `--max-questions`
-questions per patient and every stopping rule is scored on those trajectories exactly as the method would
-have stopped. Among the settings whose mean number of questions is within `--budget`, the one with the best
-mean development GTPA@1 is chosen (ties: fewer questions). Prints one JSON line.
+The evaluation samples (`clinrag eval run --dataset ddxplus-interactive --limit 200 --seed 0`, and the second,
+untouched one with `--seed 7`) are reproduced with `sample_cases` and left out; every other patient is a
+development patient (or `--dev-size` of them). The development patients are split into `--folds` folds, and
+each fold is questioned against a patient base of everyone else outside the evaluation samples, so no patient
+is ever in its own base. The policy's choice of question does not depend on the stopping rule, so each model
+setting is run once for the longest `max_questions` per patient and every stopping rule is scored on those
+trajectories exactly as the method would have stopped. Among the settings whose mean number of questions is
+within `--budget`, the one with the best development GTPA@1 is chosen (ties: fewer questions). Prints one
+JSON line.
 
     .venv/bin/python benchmarks/tune_experience.py --data /work/shared/data/ddxplus
 """
@@ -15,6 +17,7 @@ mean development GTPA@1 is chosen (ties: fewer questions). Prints one JSON line.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import sys
@@ -30,17 +33,17 @@ from clinrag.eval.sampling import sample_cases
 from clinrag.methods.meddx.experience_policy import ExperienceModel
 from clinrag.methods.meddx.structured_patient import StructuredPatient, evidence_catalogue
 
-EVAL_LIMIT, EVAL_SEED = 200, 0  # the evaluation sample reported in the README
+EVAL_LIMIT, EVAL_SEEDS = 200, (0, 7)  # the evaluation samples reported in the README
 MODEL_GRID = {
-    "mismatch": [0.02, 0.1, 0.3, 1.0],
-    "unseen": [1e-4, 1e-3, 1e-2],
+    "mismatch": [0.1, 0.3, 1.0],
+    "smoothing": [0.03, 0.1, 0.3],
     "use_age": [False, True],
 }
 OTHER_SEX = [0.01, 0.05, 0.2]  # tuned second, at the best setting of MODEL_GRID (0.05 during the first pass)
 STOP_GRID = {
-    "confidence": [0.99, 0.995, 0.999, 0.9999, 0.99999],
+    "confidence": [0.99, 0.999, 0.9999, 0.99999, 0.999999],
     "min_questions": [0, 2, 4],
-    "max_questions": [10, 15],
+    "max_questions": [10, 20, 30],
 }
 
 
@@ -98,42 +101,48 @@ def grid(space: dict[str, list]) -> list[dict]:
     return [dict(zip(space, values, strict=True)) for values in itertools.product(*space.values())]
 
 
+def folds(cases: list[Case], count: int) -> list[list[Case]]:
+    """`count` folds of near-equal size, each patient's fold fixed by a hash of its id."""
+    ranked = sorted(cases, key=lambda c: hashlib.sha256(c.id.encode()).digest())
+    return [ranked[i::count] for i in range(count)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--data", type=Path, default=Path("../shared/data/ddxplus"))
-    parser.add_argument("--dev-size", type=int, default=300)
-    parser.add_argument("--dev-seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--dev-size", type=int, default=None, help="development patients (default: all)")
+    parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--budget", type=float, default=7.0, help="most questions on average")
     parser.add_argument("--quick", action="store_true", help="one model setting only (a smoke run)")
     args = parser.parse_args()
     started = time.perf_counter()
 
     dataset = load_dataset("ddxplus-interactive", args.data)
-    evaluation = {c.id for c in sample_cases(dataset.cases, EVAL_LIMIT, EVAL_SEED)}
+    samples = {seed: {c.id for c in sample_cases(dataset.cases, EVAL_LIMIT, seed)} for seed in EVAL_SEEDS}
+    evaluation = set().union(*samples.values())
     pool = [c for c in dataset.cases if c.id not in evaluation]
-    dev_sets = [sample_cases(pool, args.dev_size, seed) for seed in args.dev_seeds]
-    disjoint = all(evaluation.isdisjoint(c.id for c in dev) for dev in dev_sets)
-    assert disjoint, "a development patient is in the evaluation sample"
+    dev = sample_cases(pool, args.dev_size, seed=1)
+    disjoint = evaluation.isdisjoint(c.id for c in dev)
+    assert disjoint, "a development patient is in an evaluation sample"
 
     longest = max(STOP_GRID["max_questions"])
-    bases = [dataset.experience(exclude=evaluation | {c.id for c in dev}) for dev in dev_sets]
+    dev_folds = folds(dev, args.folds)
+    bases = [dataset.experience(exclude=evaluation | {c.id for c in fold}) for fold in dev_folds]
 
     def evaluate(setting: dict) -> list[dict]:
-        """Every stopping rule of STOP_GRID under one model setting, scored on each development set."""
+        """Every stopping rule of STOP_GRID under one model setting, scored on all development patients."""
         params = {k: v for k, v in setting.items() if k != "use_age"}
-        runs = []
-        for dev, base in zip(dev_sets, bases, strict=True):
+        trajectories: list[Trajectory] = []
+        for fold, base in zip(dev_folds, bases, strict=True):
             model = ExperienceModel(base, dataset.labels, **params)
-            runs.append([interview(model, case, longest, setting["use_age"]) for case in dev])
+            trajectories += [interview(model, case, longest, setting["use_age"]) for case in fold]
         print(f"done {setting}", file=sys.stderr, flush=True)
-        rows = []
-        for rule in grid(STOP_GRID):
-            per_set = [score(trajectories, **rule) for trajectories in runs]
-            mean = {k: round(float(np.mean([s[k] for s in per_set])), 4) for k in per_set[0]}
-            rows.append({**setting, **rule, **mean, "per_set": per_set})
-        return rows
+        return [
+            {**setting, **rule, **{k: round(v, 4) for k, v in score(trajectories, **rule).items()}}
+            for rule in grid(STOP_GRID)
+        ]
 
     def best(rows: list[dict]) -> dict:
         within = [r for r in rows if r["questions"] <= args.budget] or rows
@@ -151,13 +160,15 @@ def main() -> None:
         json.dumps(
             {
                 "benchmark": "tune_experience",
-                "eval_sample": {"limit": EVAL_LIMIT, "seed": EVAL_SEED, "cases": len(evaluation)},
-                "dev_sets": {str(s): len(d) for s, d in zip(args.dev_seeds, dev_sets, strict=True)},
+                "eval_samples": [
+                    {"limit": EVAL_LIMIT, "seed": seed, "cases": len(ids)} for seed, ids in samples.items()
+                ],
+                "dev": {"patients": len(dev), "folds": args.folds},
                 "dev_eval_disjoint": disjoint,
                 "grid": {**MODEL_GRID, "other_sex": OTHER_SEX, **STOP_GRID},
                 "budget_questions": args.budget,
                 "chosen": {k: chosen[k] for k in keys},
-                "chosen_dev": {k: chosen[k] for k in ("gtpa@1", "gtpa@3", "questions", "per_set")},
+                "chosen_dev": {k: chosen[k] for k in ("gtpa@1", "gtpa@3", "questions")},
                 "results": [{k: r[k] for k in [*keys, "gtpa@1", "gtpa@3", "questions"]} for r in rows],
                 "wall_s": round(time.perf_counter() - started, 1),
             }

@@ -2,16 +2,21 @@
 over the diagnoses of the past patients who resemble the current one, and update from the answer.
 
 Every past patient p, with diagnosis d, carries a weight: how likely it is to have produced the answers heard
-so far. An answer g to evidence e (its coded value set, or "absent") multiplies w_p by
+so far. An answer g to evidence e (absent, or present with its coded value set) multiplies w_p by
 
-    (1 if p answered e with g else `mismatch`) × max(P(g | d, e), `unseen`)
+    (1 if p answered e with g else `mismatch`) × P(g | d, e)
 
-where P(g | d, e) is the share of the base's patients with diagnosis d who answered g. The first factor is a
-soft nearest-neighbour kernel (one disagreement does not exclude a patient), the second a naive-Bayes
-likelihood of the diagnosis, floored so that an answer nobody with d gave nearly, not quite, rules d out.
-Before any answer, past patients of the other sex weigh `other_sex`. The distribution over diagnoses is the
-weight summed by diagnosis. The next question is the one whose answer leaves, in expectation under the
-current weights, the lowest entropy of that distribution."""
+The first factor is a soft nearest-neighbour kernel (one disagreement does not exclude a patient). The second
+is a naive-Bayes likelihood of the diagnosis, decomposed so that a value set nobody gave still counts:
+
+    P(absent | d) = 1 − π_e(d),   P(present with S | d) = π_e(d) × Π_v (θ_ev(d) if v ∈ S else 1 − θ_ev(d))
+
+over the values v of e seen in the base, with π_e(d) the share of d's patients who have e and θ_ev(d) the
+share of those who have it with value v, both estimated with `smoothing` pseudo-patients at the base-wide
+share (an m-estimate), so that an answer nobody with d gave, but others did, makes d unlikely, not
+impossible. Before any answer, past patients of the other sex weigh `other_sex`. The distribution over
+diagnoses is the weight summed by diagnosis. The next question is the one whose answer leaves, in
+expectation under the current weights, the lowest entropy of that distribution."""
 
 from __future__ import annotations
 
@@ -44,12 +49,14 @@ class ExperienceModel:
         *,
         field: str = "evidence",
         mismatch: float = 0.3,
-        unseen: float = 1e-3,
-        other_sex: float = 0.05,
+        smoothing: float = 0.03,
+        other_sex: float = 0.2,
     ) -> None:
-        for name, value in (("mismatch", mismatch), ("unseen", unseen), ("other_sex", other_sex)):
+        for name, value in (("mismatch", mismatch), ("other_sex", other_sex)):
             if not 0 < value <= 1:
                 raise InvalidInputError(f"{name} must be in (0, 1], got {value}")
+        if smoothing <= 0:
+            raise InvalidInputError(f"smoothing must be positive, got {smoothing}")
         kept = [r for r in records if labels.get(r.id) and r.codes.get(field)]
         if not kept:
             raise InvalidInputError(
@@ -72,15 +79,25 @@ class ExperienceModel:
         self.records = kept
         self._sex = np.array([str(r.metadata.get("sex", "")).upper()[:1] for r in kept])
         self._age = np.array([_age_group(r.metadata.get("age")) for r in kept])
-        self.mismatch, self.unseen, self.other_sex = mismatch, unseen, other_sex
-        # Every (evidence, answer) pair gets a global id t; likelihood[t, d] = max(P(answer | d), unseen).
+        self.mismatch, self.smoothing, self.other_sex = mismatch, smoothing, other_sex
+        self._onehot = np.eye(len(self.diagnoses))[self.diagnosis]  # patients × diagnoses
+        size = self._onehot.sum(axis=0)
+        present = self.answers != ABSENT
+        # pi[e, d] = P(e present | d); per evidence, its values and theta[v, d] = P(v | d, e present).
+        self._pi = self._smoothed(present.T @ self._onehot, size, present.mean(axis=0))
+        self._values = [
+            self._value_shares(column, present[:, column]) for column in range(len(self.evidences))
+        ]
+        # Every (evidence, answer) pair gets a global id t; likelihood[t, d] = P(answer | d).
         widths = np.array([len(ids) for ids in self._signatures])
         self._offset = np.concatenate([[0], np.cumsum(widths)[:-1]])
         self._evidence_of = np.repeat(np.arange(len(self.evidences)), widths)
         self._pair = self._offset + self.answers  # patients × evidences → global answer id
-        size = np.bincount(self.diagnosis, minlength=len(self.diagnoses))
-        self._likelihood = self._floored(self._count(self._pair, widths.sum()), size)
-        self._age_likelihood = self._floored(self._count(self._age[:, None], len(AGE_BINS) + 2), size)
+        self._likelihood = np.concatenate(
+            [self._answer_likelihood(column, list(ids)) for column, ids in enumerate(self._signatures)]
+        )
+        groups = np.eye(len(AGE_BINS) + 2)[self._age]  # patients × age groups
+        self._age_likelihood = self._smoothed(groups.T @ self._onehot, size, groups.mean(axis=0))
         # Constant parts of the expected-entropy computation (see next_question).
         self._own = self._likelihood[self._pair, self.diagnosis[:, None]]  # patients × evidences
         total = np.zeros((len(self.evidences), len(self.diagnoses)))
@@ -94,7 +111,9 @@ class ExperienceModel:
         if sex:
             weights[self._sex != sex.upper()[:1]] = self.other_sex
         if age is not None:
-            weights = weights * self._age_likelihood[_age_group(age), self.diagnosis]
+            by_age = self._age_likelihood[_age_group(age)]
+            if by_age.any():  # an age group no past patient is in says nothing
+                weights = weights * by_age[self.diagnosis]
         return weights / weights.sum()
 
     def signature(self, evidence: str, present: bool, values: frozenset[str]) -> int | None:
@@ -105,15 +124,22 @@ class ExperienceModel:
         return self._signatures[column].get(values if present else None)
 
     def update(self, weights: np.ndarray, evidence: str, present: bool, values: frozenset[str]) -> np.ndarray:
-        """The weights after hearing the answer. An answer nobody in the base gave carries no information."""
+        """The weights after hearing the answer. An evidence no past patient has carries no information; a
+        value set none gave weighs by its likelihood alone (the kernel disagrees with everyone alike)."""
+        column = self._column.get(evidence)
+        if column is None:
+            return weights
         signature = self.signature(evidence, present, values)
         if signature is None:
-            return weights
-        column = self._column[evidence]
-        same = np.where(self.answers[:, column] == signature, 1.0, self.mismatch)
-        updated = weights * same * self._likelihood[self._offset[column] + signature, self.diagnosis]
+            answer = values if present else None
+            updated = weights * self._answer_likelihood(column, [answer])[0, self.diagnosis]
+        else:
+            same = np.where(self.answers[:, column] == signature, 1.0, self.mismatch)
+            updated = weights * same * self._likelihood[self._offset[column] + signature, self.diagnosis]
         total = updated.sum()
-        return updated / total if total > 0 else updated  # rescaled: fifteen small factors stay representable
+        if total <= 0:  # an answer the base deems impossible for every diagnosis: nothing to learn from it
+            return weights
+        return updated / total  # rescaled: thirty small factors stay representable
 
     def distribution(self, weights: np.ndarray) -> dict[str, float]:
         """Diagnosis → probability, most probable first."""
@@ -155,14 +181,36 @@ class ExperienceModel:
         column = int(np.argmin(np.where(open_columns, expected, np.inf)))
         return QuestionChoice(self.evidences[column], float(expected[column]))
 
-    def _count(self, groups: np.ndarray, width: int) -> np.ndarray:
-        """counts[g, d]: past patients with diagnosis d in group g (one group per column of `groups`)."""
-        flat = (groups * len(self.diagnoses) + self.diagnosis[:, None]).ravel()
-        counts = np.bincount(flat, minlength=width * len(self.diagnoses))
-        return counts.reshape(width, len(self.diagnoses)).astype(float)
+    def _value_shares(self, column: int, present: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """The values of an evidence seen in the base and theta[v, d]: P(value v | diagnosis d, present)."""
+        answers = sorted(self._signatures[column], key=self._signatures[column].__getitem__)  # by id
+        values = sorted({v for answer in answers if answer for v in answer})
+        if not values:
+            return values, np.zeros((0, len(self.diagnoses)))
+        members = _membership(answers, values)[self.answers[:, column]]  # patients × values
+        share = members.sum(axis=0) / max(present.sum(), 1)
+        return values, self._smoothed(members.T @ self._onehot, present @ self._onehot, share)
 
-    def _floored(self, counts: np.ndarray, size: np.ndarray) -> np.ndarray:
-        return np.maximum(counts / size, self.unseen)
+    def _answer_likelihood(self, column: int, answers: Sequence[frozenset[str] | None]) -> np.ndarray:
+        """P(answer | d) for each answer to one evidence (None: absent): answers × diagnoses."""
+        present = self._pi[column]
+        values, theta = self._values[column]
+        members = _membership(answers, values)[:, :, None]  # answers × values × 1
+        by_value = np.where(members, theta[None], 1 - theta[None]).prod(axis=1)
+        absent = np.array([answer is None for answer in answers])[:, None]
+        return np.where(absent, 1 - present, present * by_value)
+
+    def _smoothed(self, counts: np.ndarray, totals: np.ndarray, share: np.ndarray) -> np.ndarray:
+        """m-estimates of per-diagnosis shares: `smoothing` pseudo-patients at the base-wide `share` (one per
+        row of `counts`), so rare diagnoses lean on the base and an answer anyone gave stays possible."""
+        return (counts + self.smoothing * share[:, None]) / (totals + self.smoothing)
+
+
+def _membership(answers: Sequence[frozenset[str] | None], values: list[str]) -> np.ndarray:
+    """answers × values: whether each answer's value set holds each value (an absent answer holds none)."""
+    return np.array([[v in (answer or ()) for v in values] for answer in answers], dtype=bool).reshape(
+        len(answers), len(values)
+    )
 
 
 def _age_group(age: object) -> int:
