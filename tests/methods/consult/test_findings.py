@@ -258,6 +258,15 @@ def test_pain_in_a_listed_site_of_the_knowledge(ddxplus: Vocabulary, hpo: Vocabu
     }
 
 
+def test_a_plain_name_is_a_kind_of_what_its_head_names(hpo: Vocabulary) -> None:
+    names = Vocabulary.from_names(["Swelling", "Swelling in Legs", "Barking Cough", "Runny Nose"], "graph")
+    vocabulary = hpo.merge(names).with_head_parents()
+    swelling = vocabulary.lookup("swelling")
+    assert vocabulary.lookup("swelling in legs").parents == (swelling.id,)
+    assert vocabulary.lookup("barking cough").parents == (vocabulary.lookup("cough").id,)
+    assert vocabulary.lookup("runny nose").parents == hpo.lookup("rhinorrhea").parents  # HPO's, kept
+
+
 def test_merge_joins_a_plain_name_to_the_hpo_concept(hpo: Vocabulary) -> None:
     merged = hpo.merge(Vocabulary.from_names(["fever", "feeling blue"], "faker-diseases"))
     fever = merged.lookup("fever")
@@ -334,6 +343,9 @@ def test_lay_constructions_name_the_body_part(extractor: FindingExtractor) -> No
         "Poor appetite": "present",
         "Vomiting": "present",
     }
+    assert _statuses(extractor.extract("I coughed up blood-streaked spit.")) == {"Hemoptysis": "present"}
+    assert _statuses(extractor.extract("There's a pain under my ribs.")) == {"Abdominal pain": "present"}
+    assert _statuses(extractor.extract("My arms and legs feel weak.")) == {"Muscle weakness": "present"}
     # a water tablet for blood pressure is no blood in the urine
     assert _statuses(extractor.extract("I take a water tablet for my blood pressure.")) == {}
 

@@ -194,7 +194,9 @@ _BODY = {
     "hand": ("hand pain",),
     "heel": ("heel pain", "foot pain"),
     "breastbone": ("chest pain",),
+    "ribs": ("chest pain",),
 }
+_BELOW = {"under", "below", "beneath"}
 _LOWER_BACK = ("low back pain", "back pain")
 _SWELLING = {"swollen", "swelling", "swelled", "puffy"}
 _LEG_SWELLING = ("swelling in legs", "pedal edema", "edema", "swelling")
@@ -213,6 +215,8 @@ _BLOOD = {"blood", "bloody", "pink", "red"}
 _URINE = dict.fromkeys(("urine", "pee", "wee"), ("blood in urine", "hematuria"))
 _REDNESS = {"red", "bloodshot", "pink"}
 _BURNING = {"burning", "burns", "burn"}
+_WEAK = {"weak", "weakness"}
+_LIMBS = ("arm", "arms", "leg", "legs", "hand", "hands", "limbs")
 # (cue words, body part → the names the finding may have, the finding when no part is near, the word the
 # knowledge's site findings end with: DDXPlus' "tonsil pain" adds "tonsil" to the pain parts)
 _Construction = tuple[set[str], dict[str, tuple[str, ...]], tuple[str, ...], str | None]
@@ -223,13 +227,15 @@ _LAY_CONSTRUCTIONS: tuple[_Construction, ...] = (
     (_BLOOD, _URINE, (), None),
     (_REDNESS, dict.fromkeys(("eye", "eyes"), ("red eyes", "red eye")), (), None),
     (_BURNING, dict.fromkeys(("breastbone", "chest", "gullet"), ("heartburn",)), (), None),
+    (_WEAK, dict.fromkeys(_LIMBS, ("muscle weakness", "weakness")), (), None),
 )
 _DETERMINERS = {"my", "the", "his", "her", "your", "our", "their"}
 _LIST_GLUE = {",", "and", "or", "both", "right", "left", *_DETERMINERS}
 _BREATHING = {"breathe", "breathing", "breath", "inhale", "inhaling", "breaths"}
 _PLEURITIC = ("pleuritic chest pain", "pain that is increased when you breathe in deeply")
-_SPUTUM = {"phlegm", "mucus", "sputum", "productive", "green", "yellow"}
-_COUGH = {"cough", "coughing", "coughs"}
+_SPUTUM = {"phlegm", "mucus", "sputum", "productive", "green", "yellow", "spit"}
+_BLOOD_COUGHED = {"blood", "bloody"}
+_COUGH = {"cough", "coughing", "coughs", "coughed"}
 # Everyday words and phrases → the names a vocabulary may use for them, first known wins.
 _LAY_PHRASES = {
     "dizzy": ("dizziness",),
@@ -268,6 +274,10 @@ _LAY_PHRASES = {
     **dict.fromkeys(("catch my breath", "can't catch my breath", "couldn't catch my breath"), ("dyspnea",)),
     **dict.fromkeys(("lightheaded", "light-headed", "light headed"), ("lightheadedness", "dizziness")),
     "queasy": ("nausea",),
+    **dict.fromkeys(
+        ("face is drooping", "face was drooping", "face drooping", "drooping face", "face has dropped"),
+        ("facial palsy",),
+    ),
     **dict.fromkeys(
         ("red and swollen", "red, hot", "red and hot", "hot and red", "red and sore"), ("redness",)
     ),
@@ -536,8 +546,10 @@ class FindingExtractor:
             found = {finding.concept_id for finding in findings}
             meant = [finding for finding in self._meant(doc) if finding.concept_id not in found]
             findings = sorted(findings + meant, key=lambda finding: finding.start)
+        # one finding said twice the same way ("fluttering and thumping") is listed once
+        unique = {(finding.concept_id, finding.status): finding for finding in reversed(findings)}
         return Findings(
-            findings=findings,
+            findings=sorted(unique.values(), key=lambda finding: finding.start),
             age=_age(text),
             sex=_sex(text),
             duration=_duration(text),
@@ -628,7 +640,7 @@ class FindingExtractor:
                     if word in cues:
                         mentions.extend(self._body_finding(sentence, words, i, cues, parts, default))
                 if word in _COUGH:
-                    mentions.extend(self._productive_cough(sentence, words, i))
+                    mentions.extend(self._coughed_up(sentence, words, i))
         return mentions
 
     def _body_finding(
@@ -653,11 +665,13 @@ class FindingExtractor:
         candidates = parts[words[j]]
         if pain and words[j] == "back" and j > 0 and words[j - 1] in {"lower", "low"}:
             candidates = _LOWER_BACK
+        if pain and words[j] == "ribs" and _BELOW & set(words[max(0, j - 2) : j]):
+            candidates = _BODY["stomach"]  # "under my ribs" is the upper abdomen
         # The cue starts the mention: a part named before it may carry two findings ("my calf is swollen and
         # it hurts"), and a denial between them is then before the mention ("my chest doesn't hurt").
         start, end = i, max(i, j) + 1
         if pain and words[j] == "chest":
-            breath = [k for k in range(end, min(len(words), end + 5)) if words[k] in _BREATHING]
+            breath = [k for k in range(end, min(len(words), end + 7)) if words[k] in _BREATHING]
             if breath:
                 end, candidates = breath[0] + 1, (*_PLEURITIC, *candidates)
         found = [(start, end, self._first_known(candidates))]
@@ -668,12 +682,16 @@ class FindingExtractor:
             k += 1
         return [Mention(sentence.start + a, sentence.start + b, c) for a, b, c in found if c is not None]
 
-    def _productive_cough(self, sentence: Span, words: list[str], i: int) -> list[Mention]:
-        near = [j for j in range(max(0, i - 2), min(len(words), i + 5)) if words[j] in _SPUTUM]
-        concept = self._first_known(("productive cough",)) if near else None
-        if concept is None:
-            return []
-        return [Mention(sentence.start + min(i, near[0]), sentence.start + max(i, near[-1]) + 1, concept)]
+    def _coughed_up(self, sentence: Span, words: list[str], i: int) -> list[Mention]:
+        """What a cough brings up: blood (hemoptysis) or phlegm (a productive cough)."""
+        window = range(max(0, i - 2), min(len(words), i + 6))
+        for cues, names in ((_BLOOD_COUGHED, ("hemoptysis",)), (_SPUTUM, ("productive cough",))):
+            near = [j for j in window if words[j] in cues]
+            concept = self._first_known(names) if near else None
+            if concept is not None:
+                start, end = sentence.start + min(i, near[0]), sentence.start + max(i, near[-1]) + 1
+                return [Mention(start, end, concept)]
+        return []
 
     def _first_known(self, names: tuple[str, ...]) -> Concept | None:
         return next((c for name in names if (c := self.vocabulary.lookup(name)) is not None), None)

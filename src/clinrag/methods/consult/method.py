@@ -152,7 +152,7 @@ def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultan
         if spec.startswith("ddxplus:"):
             vocabulary = vocabulary.merge(Vocabulary.from_ddxplus(spec.split(":", 1)[1]))
     names = {symptom for disease in model.diseases for symptom in disease.symptoms}
-    vocabulary = vocabulary.merge(Vocabulary.from_names(sorted(names), "graph"))
+    vocabulary = vocabulary.merge(Vocabulary.from_names(sorted(names), "graph")).with_head_parents()
     records, labels = context.experience, context.labels
     if config.patients is not None:
         records, labels = _patients(config.patients)

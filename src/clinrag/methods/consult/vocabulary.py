@@ -120,6 +120,19 @@ class Vocabulary:
             ]
         )
 
+    def with_head_parents(self) -> Vocabulary:
+        """This vocabulary with each plain name that has no parent made a kind of the concept its head names
+        ("swelling in legs" and "joint swelling" of "swelling", "barking cough" of "cough"), so that a
+        disease listing the one explains the other."""
+        concepts = []
+        for concept in self.concepts:
+            head = _head(concept.name) if concept.id.startswith("symptom:") and not concept.parents else None
+            parent = self.lookup(head) if head else None
+            if parent is not None and parent.id != concept.id:
+                concept = replace(concept, parents=(parent.id,))
+            concepts.append(concept)
+        return Vocabulary(concepts)
+
     @classmethod
     def from_names(cls, names: Iterable[str], source: str) -> Vocabulary:
         """Plain symptom names (a graph's symptom nodes, the faker disease table's symptoms)."""
@@ -182,6 +195,18 @@ class Vocabulary:
             concepts.append(Concept(f"ddxplus:{name}", question, question_phrases(question), "ddxplus"))
         concepts.extend(_site_concepts(decoder))
         return cls(concepts)
+
+
+_HEAD_BEFORE = re.compile(r"^(?P<head>.+?)\s+(?:in|of|on|with|during|after)\s+", re.IGNORECASE)
+
+
+def _head(name: str) -> str | None:
+    """The word or phrase a symptom name is a kind of: before its preposition, else its last word."""
+    match = _HEAD_BEFORE.match(name)
+    if match:
+        return match["head"]
+    words = name.split()
+    return words[-1] if len(words) > 1 else None
 
 
 def _site_concepts(decoder: EvidenceDecoder) -> list[Concept]:
