@@ -338,6 +338,7 @@ def test_lay_constructions_name_the_body_part(extractor: FindingExtractor) -> No
         "Lower limb pain": "present",
     }
     assert _statuses(extractor.extract("My heart keeps fluttering.")) == {"Palpitations": "present"}
+    assert _statuses(extractor.extract("My heart is racing.")) == {"Tachycardia": "present"}
     assert _statuses(extractor.extract("My pee looked pink.")) == {"Hematuria": "present"}
     assert _statuses(extractor.extract("I've got no appetite and I've been sick twice.")) == {
         "Poor appetite": "present",

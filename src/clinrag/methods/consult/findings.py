@@ -210,7 +210,10 @@ _SWOLLEN = {
     **dict.fromkeys(("face", "eyelids", "eyes"), ("facial edema", "swelling")),
     **dict.fromkeys(("glands", "neck"), ("swollen lymph nodes", "lymphadenopathy")),
 }
-_HEART = {"racing", "pounding", "fluttering", "thumping", "skipping", "hammering", "irregular", "jumping"}
+# a heart beating fast is a rapid heart rate; one felt beating (pounding, fluttering, skipping) palpitations
+_HEART_FAST = {"racing", "fast", "rapid"}
+_HEART = {"pounding", "fluttering", "thumping", "skipping", "hammering", "irregular", "jumping"}
+_HEART_PARTS = ("heart", "heartbeat", "pulse")
 _BLOOD = {"blood", "bloody", "pink", "red"}
 _URINE = dict.fromkeys(("urine", "pee", "wee"), ("blood in urine", "hematuria"))
 _REDNESS = {"red", "bloodshot", "pink"}
@@ -223,7 +226,8 @@ _Construction = tuple[set[str], dict[str, tuple[str, ...]], tuple[str, ...], str
 _LAY_CONSTRUCTIONS: tuple[_Construction, ...] = (
     (_PAIN, _BODY, (), "pain"),
     (_SWELLING, _SWOLLEN, ("swelling",), "swelling"),
-    (_HEART, dict.fromkeys(("heart", "heartbeat", "pulse"), ("palpitations",)), (), None),
+    (_HEART_FAST, dict.fromkeys(_HEART_PARTS, ("rapid heart rate", "tachycardia", "palpitations")), (), None),
+    (_HEART, dict.fromkeys(_HEART_PARTS, ("palpitations",)), (), None),
     (_BLOOD, _URINE, (), None),
     (_REDNESS, dict.fromkeys(("eye", "eyes"), ("red eyes", "red eye")), (), None),
     (_BURNING, dict.fromkeys(("breastbone", "chest", "gullet"), ("heartburn",)), (), None),
