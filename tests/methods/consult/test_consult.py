@@ -5,15 +5,18 @@ steps, abstention, evidence that resolves, leave-case-out experience, the intera
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from clinrag.core.errors import DataFormatError
 from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
 from clinrag.methods.base import MethodContext
+from clinrag.methods.consult.diseases import FORMAT_VERSION, DiseaseModel
 from clinrag.methods.consult.method import ConsultConfig, ConsultMethod, build_consultant
 
 README_EXAMPLE = (
@@ -129,3 +132,29 @@ def test_what_goes_unsaid_counts_against_the_diseases_that_list_it(packaged) -> 
     silent = copy.copy(differential)
     silent.mention_rate = 0.0
     assert not silent.unmentioned(()).any()
+
+
+def test_a_finding_listed_first_says_more_for_its_disease(packaged) -> None:
+    model = packaged.consultant.differential.model
+    table = {d.name: d for d in model.diseases if d.source == "faker-diseases"}
+    assert table["Angina Pectoris"].symptoms[0] == "Chest Pain" and table["Angina Pectoris"].ranked == 5
+    assert table["Asthma"].symptoms.index("Chest Pain") == 3
+    differential = [d["name"] for d in ask(packaged, "I have chest pain.").details["differential"]]
+    leading = [table[name].symptoms[0] for name in differential[:3]]
+    assert leading == ["Chest Pain"] * 3, differential
+    rows = {d.name: row for row, d in enumerate(model.diseases)}
+    chest_pain = packaged.consultant.differential.vocabulary.lookup("chest pain").id
+    posterior = packaged.consultant.differential.posterior({chest_pain: True})
+    assert posterior[rows["Angina Pectoris"]] > posterior[rows["Asthma"]]
+
+
+def test_a_disease_model_saved_by_an_earlier_version_is_read_again(
+    consult_home: Path, tmp_path: Path
+) -> None:
+    saved = tmp_path / "diseases.json"
+    saved.write_text(json.dumps({"format": 1, "specs": ["packaged:faker-diseases"], "diseases": []}))
+    model = DiseaseModel.open(["packaged:faker-diseases"], tmp_path)
+    assert len(model.diseases) == 158 and json.loads(saved.read_text())["format"] == FORMAT_VERSION
+    saved.write_text(json.dumps({"format": "x", "specs": [], "diseases": []}))
+    with pytest.raises(DataFormatError):
+        DiseaseModel.open(["packaged:faker-diseases"], tmp_path)

@@ -10,6 +10,7 @@ Med-TextGrad's staged calls for real against a server that answers each of its r
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -38,7 +39,7 @@ FAITHFUL = [
         "kind": "finding",
     },
     {
-        "text": "These findings fit best with pneumonia, acute bronchitis or tuberculosis, each at 19%.",
+        "text": "These findings fit best with pneumonia, then acute bronchitis or tuberculosis.",
         "evidence": [
             "graph:Pneumonia|HAS_SYMPTOM|Fever",
             "graph:Acute Bronchitis|HAS_SYMPTOM|Fever",
@@ -137,7 +138,7 @@ def test_a_faithful_reply_is_kept_with_its_citations(consultant, context, templa
     request = server.requests[0]
     assert request["response_format"]["type"] == "json_schema"  # schema-constrained
     prompt = request["messages"][-1]["content"]
-    assert "Pneumonia: 19%, ICD-10 J18.9" in prompt and f"[{AMOXICILLIN}] " in prompt
+    assert re.search(r"Pneumonia: \d+%, ICD-10 J18.9", prompt) and f"[{AMOXICILLIN}] " in prompt
     assert answer.usage.calls == 1 and step(answer, "consult.prose.check").output["kept"] == 4
 
 

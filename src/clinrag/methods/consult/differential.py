@@ -8,11 +8,15 @@ P(d | F) ∝ π(d) · Π_{f present} P(f | d) · Π_{f absent} (1 − P(f | d)),
   a profile of 40 phenotypes (HPO annotates a disease's whole spectrum) describes what its patients may
   show, and one patient shows a few of them, so P(f | d) = min(typical, spectrum / |findings of d|) with
   `spectrum` 4 (the disease table lists 5–6 findings a disease, each typical);
+- times 1 − `salience_step` (0.1) per place a finding stands after the first when the source lists a
+  disease's findings most characteristic first (the packaged disease table, see `diseases`): chest pain,
+  listed first for angina and fourth for asthma, says more for angina (floor: half);
 - and `leak` (0.02) when it does not list f: a finding a disease does not explain is rare, not impossible
   (a second problem, a knowledge gap).
 π(d) is the diagnoses' frequency in the patient base (smoothed) where there is one, else the base rates of
-`DiseaseModel`. Uncertain findings change nothing. `typical`, `spectrum` and `leak` were set a priori, not
-fitted to any evaluation set.
+`DiseaseModel`. Uncertain findings change nothing. `typical`, `spectrum`, `leak` and `salience_step` were set
+a priori, not fitted to any evaluation set (the salience order was then checked on the development
+presentations, tests/data/consult/presentations_dev.jsonl).
 
 What the patient did not mention says a little too: a patient with d who has finding f mentions it, unasked,
 with probability `mention_rate` (α), so each finding not mentioned multiplies by 1 − α · P(f | d) — a disease
@@ -37,6 +41,8 @@ from clinrag.methods.consult.vocabulary import Vocabulary
 from clinrag.patients.record import PatientRecord
 
 TYPICAL = 0.8
+SALIENCE_STEP = 0.1
+SALIENCE_FLOOR = 0.5
 SPECTRUM = 4.0
 LEAK = 0.02
 MENTION_RATE = 0.2
@@ -113,6 +119,7 @@ class Differential:
         spectrum: float = SPECTRUM,
         leak: float = LEAK,
         mention_rate: float = MENTION_RATE,
+        salience_step: float = SALIENCE_STEP,
     ) -> None:
         if not 0 <= mention_rate < 1:
             raise ValueError(f"mention_rate must be in [0, 1), got {mention_rate}")
@@ -122,6 +129,15 @@ class Differential:
         self.mention_rate = mention_rate
         listed_findings = np.array([max(len(d.symptoms), 1) for d in model.diseases], dtype=float)
         self._typical = np.minimum(typical, spectrum / listed_findings)
+        # disease row → symptom name → its likelihood's factor for the place it is listed in
+        self._salience = {
+            row: {
+                name: max(1.0 - salience_step * place, SALIENCE_FLOOR)
+                for place, name in enumerate(disease.symptoms[: disease.ranked])
+            }
+            for row, disease in enumerate(model.diseases)
+            if disease.ranked
+        }
         # concept id → (diseases listing it, the symptom name they list it under)
         self.listed: dict[str, dict[int, str]] = {}
         for row, disease in enumerate(model.diseases):
@@ -163,9 +179,8 @@ class Differential:
     def likelihood(self, concept: str) -> np.ndarray:
         """P(f | d) for every disease d of the model."""
         p = np.full(len(self.model.diseases), self.leak)
-        listed = list(self.explaining(concept))
-        if listed:
-            p[listed] = np.maximum(self._typical[listed], self.leak)
+        rows, listed = self._listing(self.explaining(concept))
+        p[rows] = listed
         experience = self.experience
         if experience is not None and concept in experience.asked:
             counts = experience.findings.get(concept, np.zeros(len(p)))
@@ -201,8 +216,8 @@ class Differential:
         if self.experience is not None:
             return np.log1p(-self.mention_rate * self.likelihood(concept))
         term = np.full(len(self.model.diseases), np.log1p(-self.mention_rate * self.leak))
-        rows = list(self.listed[concept])
-        term[rows] = np.log1p(-self.mention_rate * np.maximum(self._typical[rows], self.leak))
+        rows, listed = self._listing(self.listed[concept])
+        term[rows] = np.log1p(-self.mention_rate * listed)
         return term
 
     def _all_silent(self) -> np.ndarray:
@@ -211,11 +226,21 @@ class Differential:
         if self.experience is not None:
             return np.sum([self._silent(concept) for concept in self.experience.asked], axis=0)
         unlisted = np.log1p(-self.mention_rate * self.leak)
-        listed = np.log1p(-self.mention_rate * np.maximum(self._typical, self.leak))
-        listings = np.zeros(len(self.model.diseases))
-        for rows in self.listed.values():
-            listings[list(rows)] += 1
-        return listings * listed + (len(self.listed) - listings) * unlisted
+        total = np.full(len(self.model.diseases), len(self.listed) * unlisted)
+        for listing in self.listed.values():
+            rows, listed = self._listing(listing)
+            total[rows] += np.log1p(-self.mention_rate * listed) - unlisted
+        return total
+
+    def _listing(self, listing: Mapping[int, str]) -> tuple[list[int], np.ndarray]:
+        """The rows of the diseases that list a finding (row → the name they list it under) and P(f | d)
+        for each by the knowledge."""
+        rows = list(listing)
+        p = self._typical[rows].copy()
+        for k, row in enumerate(rows):
+            if row in self._salience:
+                p[k] *= self._salience[row].get(listing[row], SALIENCE_FLOOR)
+        return rows, np.maximum(p, self.leak)
 
     def explaining(self, concept: str) -> dict[int, str]:
         """The diseases that list the finding — itself, a narrower finding (a disease with "productive cough"

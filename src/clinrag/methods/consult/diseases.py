@@ -28,8 +28,12 @@ from clinrag.graph.schema import Relation
 from clinrag.index.store import write_json
 
 RARE_SOURCES = frozenset({"hpo-diseases"})
+# Sources that list a disease's symptoms most characteristic first: the packaged disease table opens each
+# list with the cardinal one (angina: chest pain; gout: joint pain; croup: barking cough; kidney stones:
+# severe pain). HPO annotations and DDXPlus conditions are in no such order.
+SALIENCE_ORDERED = frozenset({"faker-diseases"})
 RARE_SHARE = 0.05  # the rare diseases' share of the base rate (see the module docstring)
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _ICD10 = re.compile(r"ICD-10 ([A-TV-Z][0-9][0-9A-Z](?:\.[0-9A-Z]{1,4})?)")
 
 
@@ -44,6 +48,7 @@ class Disease:
     tests: list[str] = field(default_factory=list)
     drugs: list[str] = field(default_factory=list)
     cures: list[str] = field(default_factory=list)
+    ranked: int = 0  # how many of `symptoms`, from the first, are in their source's order of salience
 
     @property
     def rare(self) -> bool:
@@ -79,7 +84,10 @@ class DiseaseModel:
         """The model saved in `directory`, else read from the sources and saved there."""
         path = directory / "diseases.json"
         if path.is_file():
-            return cls.load(path)
+            try:
+                return cls.load(path)
+            except _StaleModel:
+                pass  # saved by an earlier clinrag: read again below
         model = cls.read(specs)
         directory.mkdir(parents=True, exist_ok=True)
         write_json(
@@ -96,6 +104,8 @@ class DiseaseModel:
     def load(cls, path: Path) -> DiseaseModel:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(raw.get("format"), int) and raw["format"] < FORMAT_VERSION:
+                raise _StaleModel(f"{path}: format {raw['format']}, now {FORMAT_VERSION}")
             if raw.get("format") != FORMAT_VERSION:
                 raise ValueError(f"format {raw.get('format')!r}, expected {FORMAT_VERSION}")
             return cls(list(raw["specs"]), [Disease(**d) for d in raw["diseases"]])
@@ -110,10 +120,15 @@ class DiseaseModel:
         return [rare_share / rare if d.rare else (1.0 - rare_share) / common for d in self.diseases]
 
 
+class _StaleModel(DataFormatError):
+    """A disease model saved in an earlier format."""
+
+
 def _diseases(records: SourceRecords) -> list[Disease]:
     diseases = []
     for record in records.records:
         code = _ICD10.search(record.description or "")
+        symptoms = list(record.relations.get(Relation.HAS_SYMPTOM, []))
         diseases.append(
             Disease(
                 name=record.name,
@@ -121,10 +136,11 @@ def _diseases(records: SourceRecords) -> list[Disease]:
                 key=record.key,
                 description=record.description,
                 icd10=code.group(1) if code else None,
-                symptoms=list(record.relations.get(Relation.HAS_SYMPTOM, [])),
+                symptoms=symptoms,
                 tests=list(record.relations.get(Relation.RECOMMEND_TEST, [])),
                 drugs=list(record.relations.get(Relation.RECOMMEND_DRUG, [])),
                 cures=list(record.relations.get(Relation.RECOMMEND_CURE, [])),
+                ranked=len(symptoms) if records.name in SALIENCE_ORDERED else 0,
             )
         )
     return diseases
