@@ -6,6 +6,7 @@ answer."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
@@ -47,6 +48,13 @@ def consult(
         str | None,
         typer.Option(help="Similar past patients: DATASET:PATH (e.g. ddxplus:../shared/data/ddxplus)."),
     ] = None,
+    kb: Annotated[
+        Path | None,
+        typer.Option(
+            help="A statement knowledge base (`clinrag kb build`) quoted and cited beside the leading "
+            "diagnoses."
+        ),
+    ] = None,
     interactive: Annotated[
         bool, typer.Option("--interactive", "-i", help="Ask the next questions here, one at a time.")
     ] = False,
@@ -80,6 +88,8 @@ def consult(
         params["patients"] = patients
     if prose:
         params["prose"] = prose
+    if kb:
+        params["kb"] = str(kb)
     config = ConsultConfig.from_params(params)
     method = build(MethodContext(settings=settings_from(ctx)), config)
     case = Case(id="consult", language=language, question=question)

@@ -15,6 +15,8 @@ from clinrag.core.errors import DataFormatError
 from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
+from clinrag.knowledge.builder import KnowledgeBaseBuilder
+from clinrag.knowledge.tagging import EmbeddingTagger
 from clinrag.methods.base import MethodContext
 from clinrag.methods.consult.diseases import FORMAT_VERSION, DiseaseModel
 from clinrag.methods.consult.method import ConsultConfig, ConsultMethod, build_consultant
@@ -158,3 +160,41 @@ def test_a_disease_model_saved_by_an_earlier_version_is_read_again(
     saved.write_text(json.dumps({"format": "x", "specs": [], "diseases": []}))
     with pytest.raises(DataFormatError):
         DiseaseModel.open(["packaged:faker-diseases"], tmp_path)
+
+
+def test_a_knowledge_base_is_quoted_beside_the_leading_diagnoses(
+    consult_home: Path, data_dir: Path, minilm_embedder, tmp_path: Path
+) -> None:
+    """The DDXPlus condition knowledge built as `clinrag kb build` builds it; its statements are quoted and
+    cited with the leading diagnoses and leave the probabilities as they were."""
+    KnowledgeBaseBuilder(
+        embedder=minilm_embedder, tagger=EmbeddingTagger(minilm_embedder), rewriter=None
+    ).build([data_dir / "ddxplus" / "release_conditions.json"], tmp_path / "kb", progress=False)
+    folder = data_dir / "ddxplus"
+    context = MethodContext(settings=Settings(home=consult_home))
+    plain = ConsultMethod(build_consultant(context, ConsultConfig(knowledge=f"ddxplus:{folder}")))
+    quoting = ConsultMethod(
+        build_consultant(context, ConsultConfig(knowledge=f"ddxplus:{folder}", kb=str(tmp_path / "kb")))
+    )
+    text = "I have a cough, a fever and I am short of breath."
+    without, answer = ask(plain, text), ask(quoting, text)
+    assert [d["probability"] for d in answer.details["differential"]] == [
+        d["probability"] for d in without.details["differential"]
+    ]
+    evidence = {item.id: item for item in answer.evidence}
+    for diagnosis in answer.details["differential"][:3]:
+        assert diagnosis["statements"], diagnosis["name"]
+        for item in diagnosis["statements"]:
+            assert (
+                evidence[item].kind == "statement"
+                and diagnosis["name"].lower() in evidence[item].text.lower()
+            )
+    quoted = [s for s in answer.details["sentences"] if s["text"].startswith("The knowledge base says about")]
+    assert len(quoted) == 3 and all(len(s["evidence"]) == 1 for s in quoted)
+    assert without.details["differential"][0]["statements"] == []
+    # findings named by DDXPlus questions read as findings, and their questions are DDXPlus's own
+    assert [f["name"] for f in answer.details["findings"]] == ["cough", "fever", "dyspnea"]
+    assert all(
+        q["text"].endswith("?") and "do you have have" not in q["text"].lower()
+        for q in answer.details["questions"]
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from clinrag.core.models import Language
 from clinrag.methods.consult.report import ConsultationReport, DiagnosisOut, NextStep, Sentence
+from clinrag.methods.consult.statements import quote
 
 SHOWN_DIAGNOSES = 3
 SHOWN_STEPS = 4  # per kind and diagnosis
@@ -18,6 +19,7 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "absent": "You do not report {items}.",
         "uncertain": "You are not sure about {items}.",
         "differential": "From the disease knowledge, these findings fit best with {ranked}.",
+        "statement": "The knowledge base says about {name}: “{text}”",
         "support": "{name} is suggested by {supporting}.",
         "support_missing": "{name} is suggested by {supporting}; {missing} would also be typical of it but "
         "{verb} not mentioned.",
@@ -48,6 +50,7 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "uncertain": "Vous n'êtes pas sûr(e) de : {items}.",
         "differential": "D'après les connaissances sur les maladies, ces signes correspondent le mieux à "
         "{ranked}.",
+        "statement": "La base de connaissances dit de {name} : « {text} »",
         "support": "{name} est évoqué(e) par : {supporting}.",
         "support_missing": "{name} est évoqué(e) par : {supporting} ; {missing} serai(en)t aussi "
         "typique(s), mais n'{verb} pas mentionné(s).",
@@ -79,6 +82,7 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "absent": "您没有：{items}。",
         "uncertain": "您不确定是否有：{items}。",
         "differential": "根据疾病知识，这些表现最符合{ranked}。",
+        "statement": "知识库关于{name}：“{text}”",
         "support": "支持{name}的表现：{supporting}。",
         "support_missing": "支持{name}的表现：{supporting}；{missing}也是其典型表现，但您未提及。",
         "against": "{name}通常会有{against}，但您否认。",
@@ -100,7 +104,11 @@ TEMPLATES: dict[str, dict[str, str]] = {
 }
 
 
-def compose(report: ConsultationReport, language: Language) -> list[Sentence]:
+def compose(
+    report: ConsultationReport, language: Language, texts: dict[str, str] | None = None
+) -> list[Sentence]:
+    """The answer's sentences from the report; `texts` gives the evidence's texts by id (the statements
+    quoted)."""
     t = TEMPLATES[language]
     sentences = _findings(report, t)
     if report.abstained and not report.differential:
@@ -130,6 +138,8 @@ def compose(report: ConsultationReport, language: Language) -> list[Sentence]:
         )
     for diagnosis in shown[:1]:
         sentences += _support(diagnosis, t)
+    for diagnosis in shown:
+        sentences += _statements(diagnosis, texts or {}, t)
     if report.questions:
         sentences.append(
             Sentence(
@@ -145,6 +155,18 @@ def compose(report: ConsultationReport, language: Language) -> list[Sentence]:
     sentences.append(Sentence(text=report.experience, kind="experience"))
     sentences.append(Sentence(text=t["advice"], kind="advice"))
     return sentences
+
+
+def _statements(diagnosis: DiagnosisOut, texts: dict[str, str], t: dict[str, str]) -> list[Sentence]:
+    """One sentence quoting each statement of the knowledge base about the diagnosis."""
+    return [
+        Sentence(
+            text=t["statement"].format(name=diagnosis.name, text=quote(texts[item])),
+            evidence=[item],
+            kind="differential",
+        )
+        for item in diagnosis.statements
+    ]
 
 
 def render(sentences: list[Sentence]) -> str:

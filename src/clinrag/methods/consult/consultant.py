@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from clinrag.core.models import DDX_SIZE, Evidence, Language
+from clinrag.core.provenance import Origin
 from clinrag.graph.schema import Relation
+from clinrag.knowledge.base import KnowledgeBase
 from clinrag.methods.consult.compose import TEMPLATES, compose, experience_sentence
 from clinrag.methods.consult.differential import Differential
 from clinrag.methods.consult.findings import Duration, FindingExtractor, Findings, FindingStatus
@@ -25,7 +27,8 @@ from clinrag.methods.consult.report import (
     NextStep,
     QuestionOut,
 )
-from clinrag.methods.consult.vocabulary import Concept
+from clinrag.methods.consult.statements import statements_about
+from clinrag.methods.consult.vocabulary import Concept, is_question
 
 SHOWN_NOT_REPORTED = 3
 STEP_DIAGNOSES = 3
@@ -42,6 +45,7 @@ class ConsultState:
 
     findings: Findings
     answered: list[tuple[str, FindingStatus]] = field(default_factory=list)  # (concept id, answer)
+    exclude: frozenset[Origin] = frozenset()  # the records a statement must not come from (the case's own)
 
     def statuses(self) -> dict[str, tuple[FindingStatus, str]]:
         """Concept id → (status, the words it was said in); the latest word on a concept wins."""
@@ -62,9 +66,11 @@ class Consultant:
         questions: int = 3,
         abstain_below: float = 0.1,
         diagnoses: int = DDX_SIZE,
+        knowledge: KnowledgeBase | None = None,
     ) -> None:
         self.differential = differential
         self.extractor = extractor
+        self.knowledge = knowledge  # statements shown with the leading diagnoses
         self.questions = questions
         self.abstain_below = abstain_below
         self.diagnoses = diagnoses
@@ -84,8 +90,8 @@ class Consultant:
         other.differential = differential
         return other
 
-    def start(self, text: str) -> ConsultState:
-        return ConsultState(self.extractor.extract(text))
+    def start(self, text: str, exclude: frozenset[Origin] = frozenset()) -> ConsultState:
+        return ConsultState(self.extractor.extract(text), exclude=exclude)
 
     def answer(self, state: ConsultState, concept: str, status: FindingStatus) -> None:
         """Record the patient's answer about a concept (present, absent, or uncertain for "don't know")."""
@@ -122,6 +128,8 @@ class Consultant:
             report.differential = [
                 self._diagnosis(row, float(posterior[row]), statuses, evidence) for row in order
             ]
+            for diagnosis in report.differential[:STEP_DIAGNOSES]:
+                diagnosis.statements = self._statements(diagnosis, state.exclude, evidence)
             report.questions = self._questions(posterior, said, language, evidence)
             report.next_steps = self._steps(report.differential[:STEP_DIAGNOSES], evidence)
             top = report.differential[0].probability
@@ -130,7 +138,7 @@ class Consultant:
                 report.abstention_reason = (
                     f"the most likely diagnosis has {top:.0%}, below {self.abstain_below:.0%}"
                 )
-        report.sentences = compose(report, language)
+        report.sentences = compose(report, language, {item.id: item.text for item in evidence.values()})
         return report, list(evidence.values())
 
     def _finding(
@@ -161,10 +169,10 @@ class Consultant:
                 continue
             mentioned.add(listed)
             if status != "uncertain":
-                (supporting if status == "present" else against).append(plain(listed))
+                (supporting if status == "present" else against).append(self._name(listed))
                 cited.append(self._fact(disease, Relation.HAS_SYMPTOM, listed, evidence))
-        not_reported = [plain(symptom) for symptom in disease.symptoms if symptom not in mentioned]
-        names = {plain(symptom): symptom for symptom in disease.symptoms}
+        not_reported = [self._name(symptom) for symptom in disease.symptoms if symptom not in mentioned]
+        names = {self._name(symptom): symptom for symptom in disease.symptoms}
         cited += [
             self._fact(disease, Relation.HAS_SYMPTOM, names[s], evidence)
             for s in not_reported[:SHOWN_NOT_REPORTED]
@@ -179,6 +187,20 @@ class Consultant:
             not_reported=not_reported[:SHOWN_NOT_REPORTED],
             evidence=cited,
         )
+
+    def _name(self, symptom: str) -> str:
+        """A symptom of the knowledge in plain words (one named by a question: its finding's name)."""
+        concept = self.differential.vocabulary.lookup(symptom) if is_question(symptom) else None
+        return display_name(concept) if concept is not None else plain(symptom)
+
+    def _statements(
+        self, diagnosis: DiagnosisOut, exclude: frozenset[Origin], evidence: dict[str, Evidence]
+    ) -> list[str]:
+        if self.knowledge is None:
+            return []
+        found = statements_about(self.knowledge, diagnosis.name, diagnosis.supporting, exclude)
+        evidence.update((item.id, item) for item in found)
+        return [item.id for item in found]
 
     def _questions(
         self, posterior: np.ndarray, asked: Collection[str], language: Language, evidence: dict[str, Evidence]
@@ -244,7 +266,12 @@ def display_name(concept: Concept) -> str:
     """The finding in plain words: the name a plain symptom list gives it (the disease table's lay name) when
     it has one, else its first phrase when it is named by a question (DDXPlus), else its name."""
     lay = next(
-        (alias.removeprefix("symptom:") for alias in concept.ids if alias.startswith("symptom:")), None
+        (
+            alias.removeprefix("symptom:")
+            for alias in concept.ids
+            if alias.startswith("symptom:") and not is_question(alias.removeprefix("symptom:"))
+        ),
+        None,
     )
     if lay is None and concept.name.rstrip().endswith("?") and concept.synonyms:
         lay = concept.synonyms[0]
@@ -258,8 +285,11 @@ def plain(name: str) -> str:
 
 
 def question_text(concept: Concept, language: Language) -> str:
-    if concept.name.rstrip().endswith("?") and language == "en":
-        return concept.name
+    """The question to ask about a finding: the knowledge's own question (DDXPlus) in English, else "Do you
+    have …?" in the consultation's language."""
+    asked = next((s for s in concept.surfaces if s.rstrip().endswith("?")), None)
+    if asked is not None and language == "en":
+        return asked
     return TEMPLATES[language]["question"].format(finding=display_name(concept))
 
 

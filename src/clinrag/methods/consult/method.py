@@ -13,6 +13,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator
 
 from clinrag.core.models import Answer, Case, RankedDiagnosis, StructuredResult
+from clinrag.core.provenance import case_origins
 from clinrag.methods.answering import option_key
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec, run_sync
 from clinrag.methods.consult.compose import render
@@ -40,6 +41,9 @@ class ConsultConfig(MethodConfig):
     # How often a patient mentions, unasked, a finding they have (what goes unsaid then counts a little
     # against the diseases that nearly always show it; 0: not at all; see `differential`).
     mention_rate: float = Field(default=MENTION_RATE, ge=0.0, lt=1.0)
+    # A statement knowledge base (`clinrag kb build`): what it says about each leading diagnosis is quoted
+    # and cited beside it (the probabilities do not change). None: no statements.
+    kb: str | None = None
     # Who writes the answer's sentences: the templates, or the chat model ("llm": a capable one — the
     # embedded 135M model invents facts) checked against the evidence; None: the consult_prose setting.
     prose: Literal["template", "llm"] | None = None
@@ -85,7 +89,7 @@ class ConsultMethod(Method):
     def _start(self, case: Case) -> tuple[Consultant, ConsultState]:
         # A case that is itself in the patient base is left out of the experience (leave-case-out).
         consultant = self.consultant.leaving_out(case.id)
-        return consultant, consultant.start(_text(case))
+        return consultant, consultant.start(_text(case), exclude=case_origins(case))
 
     def answer_state(self, case: Case, state: ConsultState, consultant: Consultant | None = None) -> Answer:
         return run_sync(self.aanswer_state(case, state, consultant))
@@ -165,6 +169,7 @@ def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultan
         FindingExtractor(vocabulary, context.embedder, lay_names=lay),
         questions=config.questions,
         abstain_below=config.abstain_below,
+        knowledge=context.knowledge_base(config.kb, param="kb") if config.kb else None,
     )
 
 

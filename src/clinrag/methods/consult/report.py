@@ -27,6 +27,9 @@ class DiagnosisOut(BaseModel):
     against: list[str] = Field(default_factory=list)  # findings denied that the knowledge lists for it
     not_reported: list[str] = Field(default_factory=list)  # typical findings not reported either way
     evidence: list[str] = Field(default_factory=list)
+    statements: list[str] = Field(
+        default_factory=list
+    )  # evidence ids of the knowledge base's statements on it
 
 
 class QuestionOut(BaseModel):

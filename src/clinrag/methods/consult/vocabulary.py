@@ -232,6 +232,12 @@ def _site_concepts(decoder: EvidenceDecoder) -> list[Concept]:
     return concepts
 
 
+def is_question(name: str) -> bool:
+    """Whether a finding is named by the question that asks about it (DDXPlus: "Do you have a cough?"),
+    with or without its question mark (a normalised name loses it)."""
+    return name.rstrip().endswith("?") or (_QUESTION_FRAME.match(name) is not None and len(name.split()) > 2)
+
+
 def question_phrases(question: str) -> tuple[str, ...]:
     """Finding phrases a yes/no question asks about: the question without its frame, and its short parts
     ("Have you had chills or shivers?" → "chills or shivers", "chills", "shivers"), each also as the patient
