@@ -64,9 +64,10 @@ def main() -> None:
             present = {concept: True for concept in present if concept in asked}
             closed = {concept: concept in present for concept in asked}
             gold = record.structured["diagnosis"]
-            said = own.start(case.patient.initial_presentation).known()
+            state = own.start(case.patient.initial_presentation)
+            said, sex = state.known(), state.findings.sex
             for name, known in (("text", said), ("gold_present", present), ("gold_closed", closed)):
-                hits[name].append(ranks(differential.posterior(known), gold))
+                hits[name].append(ranks(differential.posterior(known, sex), gold))
         results[str(seed)] = {
             name: {"gtpa@1": round(float(np.mean([h[0] for h in rows])), 4),
                    "gtpa@3": round(float(np.mean([h[1] for h in rows])), 4)}

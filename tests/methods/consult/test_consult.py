@@ -18,7 +18,7 @@ from clinrag.eval.datasets import load_dataset
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
 from clinrag.knowledge.tagging import EmbeddingTagger
 from clinrag.methods.base import MethodContext
-from clinrag.methods.consult.diseases import FORMAT_VERSION, DiseaseModel
+from clinrag.methods.consult.diseases import FORMAT_VERSION, DiseaseModel, sex_of
 from clinrag.methods.consult.method import ConsultConfig, ConsultMethod, build_consultant
 
 README_EXAMPLE = (
@@ -198,3 +198,28 @@ def test_a_knowledge_base_is_quoted_beside_the_leading_diagnoses(
         q["text"].endswith("?") and "do you have have" not in q["text"].lower()
         for q in answer.details["questions"]
     )
+
+
+def test_conditions_of_the_other_sex_are_nearly_ruled_out(packaged) -> None:
+    assert (sex_of("O24.4"), sex_of("N40"), sex_of("C56"), sex_of("J18.9"), sex_of(None)) == (
+        "female",
+        "male",
+        "female",
+        None,
+        None,
+    )
+    differential = packaged.consultant.differential
+    rows = {d.name: row for row, d in enumerate(differential.model.diseases)}
+    thirst = {differential.vocabulary.lookup("increased thirst").id: True}
+    unknown, man = differential.posterior(thirst), differential.posterior(thirst, "male")
+    assert man[rows["Gestational Diabetes"]] < unknown[rows["Gestational Diabetes"]] / 50
+    assert man[rows["Type 2 Diabetes"]] > unknown[rows["Type 2 Diabetes"]]
+    answer = ask(packaged, "I'm a 54-year-old man. I've been thirsty all the time and I've lost weight.")
+    assert "Gestational Diabetes" not in [d["name"] for d in answer.details["differential"]]
+
+
+def test_a_disease_listing_only_the_broader_finding_explains_it_less(packaged) -> None:
+    differential = packaged.consultant.differential
+    rows = {d.name: row for row, d in enumerate(differential.model.diseases)}
+    barking = differential.likelihood(differential.vocabulary.lookup("barking cough").id)
+    assert barking[rows["Croup"]] == pytest.approx(2 * barking[rows["Acute Bronchitis"]])  # lists "Cough"

@@ -122,7 +122,7 @@ class Consultant:
             report.abstained = True
             report.abstention_reason = "no finding the patient has was understood"
         else:
-            posterior = self.differential.posterior(known)
+            posterior = self.differential.posterior(known, extracted.sex)
             order = np.argsort(-posterior, kind="stable")[: self.diagnoses]
             statuses = {concept: status for concept, (status, _) in said.items()}
             report.differential = [

@@ -11,6 +11,8 @@ P(d | F) ∝ π(d) · Π_{f present} P(f | d) · Π_{f absent} (1 − P(f | d)),
 - times 1 − `salience_step` (0.1) per place a finding stands after the first when the source lists a
   disease's findings most characteristic first (the packaged disease table, see `diseases`): chest pain,
   listed first for angina and fourth for asthma, says more for angina (floor: half);
+- times `broader_share` (0.5) when it lists only the broader finding (a disease with "cough" explains a
+  "barking cough", but not every cough barks);
 - and `leak` (0.02) when it does not list f: a finding a disease does not explain is rare, not impossible
   (a second problem, a knowledge gap).
 π(d) is the diagnoses' frequency in the patient base (smoothed) where there is one, else the base rates of
@@ -36,12 +38,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clinrag.methods.consult.diseases import DiseaseModel
+from clinrag.methods.consult.diseases import DiseaseModel, sex_of
 from clinrag.methods.consult.vocabulary import Vocabulary
 from clinrag.patients.record import PatientRecord
 
 TYPICAL = 0.8
 SALIENCE_STEP = 0.1
+BROADER_SHARE = 0.5
+OTHER_SEX = 0.01  # the prior factor of a condition of the other sex (the sex may be misread, so not zero)
 SALIENCE_FLOOR = 0.5
 SPECTRUM = 4.0
 LEAK = 0.02
@@ -151,7 +155,9 @@ class Differential:
             for parent in concept.parents:
                 self._children.setdefault(parent, []).append(concept.id)
         self._explains: dict[str, dict[int, str]] = {}
+        self._broader: dict[str, set[int]] = {}  # the diseases `explaining` a finding by its broader one
         self._base_rates = np.asarray(model.base_rates())
+        self._sexes = np.array([sex_of(disease.icd10) or "" for disease in model.diseases])
         self._use(experience)
 
     def _use(self, experience: Experience | None) -> None:
@@ -181,6 +187,8 @@ class Differential:
         p = np.full(len(self.model.diseases), self.leak)
         rows, listed = self._listing(self.explaining(concept))
         p[rows] = listed
+        broader = list(self._broader[concept])
+        p[broader] = np.maximum(p[broader] * BROADER_SHARE, self.leak)
         experience = self.experience
         if experience is not None and concept in experience.asked:
             counts = experience.findings.get(concept, np.zeros(len(p)))
@@ -188,10 +196,15 @@ class Differential:
             p = np.where(self._observed, empirical, p)
         return p
 
-    def posterior(self, known: Mapping[str, bool]) -> np.ndarray:
+    def posterior(self, known: Mapping[str, bool], sex: str | None = None) -> np.ndarray:
         """P(d | findings): `known` maps a concept id to present (True) or absent (False); every other finding
-        counted was not mentioned."""
+        counted was not mentioned. With the patient's `sex`, conditions of the other sex (pregnancy, the
+        other sex's organs) are nearly ruled out."""
         log_p = self.log_prior + self.unmentioned(known)
+        if sex in ("female", "male"):
+            log_p = log_p + np.where(
+                self._sexes == ("male" if sex == "female" else "female"), np.log(OTHER_SEX), 0.0
+            )
         for concept, present in known.items():
             p = self.likelihood(concept)
             log_p += np.log(p if present else 1.0 - p)
@@ -247,7 +260,7 @@ class Differential:
         explains "cough"), or its broader finding one step up (one with "cough" explains "productive
         cough") — each with the symptom name it lists."""
         if concept not in self._explains:
-            family, stack = [concept, *self._parents.get(concept, ())], list(self._children.get(concept, ()))
+            family, stack = [concept], list(self._children.get(concept, ()))
             while stack:
                 child = stack.pop()
                 family.append(child)
@@ -256,7 +269,14 @@ class Differential:
             for member in family:
                 for row, name in self.listed.get(member, {}).items():
                     listed.setdefault(row, name)
+            broader = set()
+            for parent in self._parents.get(concept, ()):
+                for row, name in self.listed.get(parent, {}).items():
+                    if row not in listed:
+                        listed[row] = name
+                        broader.add(row)
             self._explains[concept] = listed
+            self._broader[concept] = broader
         return self._explains[concept]
 
     def explained(self, concept: str, row: int) -> str | None:

@@ -120,6 +120,29 @@ class DiseaseModel:
         return [rare_share / rare if d.rare else (1.0 - rare_share) / common for d in self.diseases]
 
 
+# ICD-10 blocks of conditions of one sex: pregnancy, the genital organs and their tumours, gonadal
+# dysfunction (letter + two digits, inclusive ranges).
+_SEX_BLOCKS = (
+    ("female", "O00", "O9A"),
+    ("female", "N70", "N98"),
+    ("female", "C51", "C58"),
+    ("female", "D25", "D28"),
+    ("female", "E28", "E28"),
+    ("male", "N40", "N53"),
+    ("male", "C60", "C63"),
+    ("male", "D29", "D29"),
+    ("male", "E29", "E29"),
+)
+
+
+def sex_of(icd10: str | None) -> str | None:
+    """ "female" or "male" for a condition only that sex can have, by its ICD-10 block; else None."""
+    if not icd10:
+        return None
+    block = icd10.upper()[:3]
+    return next((sex for sex, first, last in _SEX_BLOCKS if first <= block <= last), None)
+
+
 class _StaleModel(DataFormatError):
     """A disease model saved in an earlier format."""
 

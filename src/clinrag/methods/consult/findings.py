@@ -123,6 +123,12 @@ _SOMEONE_ELSE = {
         "i had",
         "i am",
         "i'm",
+        # what a relative tells of the patient is the patient's ("my wife says I snore")
+        *(
+            f"{verb} {whose}"
+            for verb in ("says", "said", "noticed", "thinks", "tells me")
+            for whose in ("i", "my")
+        ),
     ],
 }
 
@@ -155,6 +161,10 @@ _PAIN = {
     "killing",
     "pulling",  # a small child pulling at an ear
     "tugging",
+    "achy",
+    "tender",
+    "agony",
+    "fire",  # "my big toe is on fire"
 }
 _BODY = {
     "chest": ("chest pain",),
@@ -217,8 +227,15 @@ _HEART_PARTS = ("heart", "heartbeat", "pulse")
 _BLOOD = {"blood", "bloody", "pink", "red"}
 _URINE = dict.fromkeys(("urine", "pee", "wee"), ("blood in urine", "hematuria"))
 _REDNESS = {"red", "bloodshot", "pink"}
-_BURNING = {"burning", "burns", "burn"}
+_BURNING = {"burning", "burns", "burn", "stings", "stinging"}
+_PEE = ("pee", "wee", "urinate", "urinating", "peeing", "weeing", "urine")
 _WEAK = {"weak", "weakness"}
+_SHAKY = {"shaky", "shakes", "shaking", "trembling", "trembly", "tremble"}
+_BLOCKED = {"blocked", "full", "bunged", "plugged", "stuffed"}
+_NOISE = {"ringing", "buzzing", "roaring", "whooshing", "hissing"}
+_LOST = {"lost", "losing"}
+_GAINED = {"gained", "put", "putting", "gaining"}
+_WEIGHT = ("weight", "stone", "pounds", "kilos", "kg", "lbs", "pound", "kilo")
 _LIMBS = ("arm", "arms", "leg", "legs", "hand", "hands", "limbs")
 # (cue words, body part → the names the finding may have, the finding when no part is near, the word the
 # knowledge's site findings end with: DDXPlus' "tonsil pain" adds "tonsil" to the pain parts)
@@ -231,9 +248,21 @@ _LAY_CONSTRUCTIONS: tuple[_Construction, ...] = (
     (_BLOOD, _URINE, (), None),
     (_REDNESS, dict.fromkeys(("eye", "eyes"), ("red eyes", "red eye")), (), None),
     (_BURNING, dict.fromkeys(("breastbone", "chest", "gullet"), ("heartburn",)), (), None),
+    (_BURNING, dict.fromkeys(_PEE, ("painful urination", "dysuria")), (), None),
     (_WEAK, dict.fromkeys(_LIMBS, ("muscle weakness", "weakness")), (), None),
+    (_SHAKY, dict.fromkeys(("hand", "hands", "fingers", "arm", "arms"), ("tremor",)), (), None),
+    (
+        _BLOCKED,
+        {"ear": ("ear fullness",), "ears": ("ear fullness",), "nose": ("nasal congestion",)},
+        (),
+        None,
+    ),
+    (_NOISE, dict.fromkeys(("ear", "ears", "head"), ("tinnitus",)), (), None),
+    (_LOST, dict.fromkeys(_WEIGHT, ("weight loss",)), (), None),
+    (_GAINED, dict.fromkeys(_WEIGHT, ("weight gain", "increased body weight")), (), None),
 )
 _DETERMINERS = {"my", "the", "his", "her", "your", "our", "their"}
+_CLAUSE_ENDS = {",", ";", ".", "and", "but", "or", "while", "though"}
 _LIST_GLUE = {",", "and", "or", "both", "right", "left", *_DETERMINERS}
 _BREATHING = {"breathe", "breathing", "breath", "inhale", "inhaling", "breaths"}
 _PLEURITIC = ("pleuritic chest pain", "pain that is increased when you breathe in deeply")
@@ -278,6 +307,27 @@ _LAY_PHRASES = {
     **dict.fromkeys(("catch my breath", "can't catch my breath", "couldn't catch my breath"), ("dyspnea",)),
     **dict.fromkeys(("lightheaded", "light-headed", "light headed"), ("lightheadedness", "dizziness")),
     "queasy": ("nausea",),
+    **dict.fromkeys(("felt sick", "feel sick", "feeling sick"), ("nausea",)),
+    **dict.fromkeys(("was sick once", "was sick twice", "was sick"), ("vomiting",)),
+    **dict.fromkeys(("don't want to eat", "not eating", "not hungry"), ("loss of appetite", "poor appetite")),
+    **dict.fromkeys(("room spins", "room spinning", "room is spinning", "everything spins"), ("vertigo",)),
+    **dict.fromkeys(
+        ("worst pain", "excruciating", "unbearable pain", "agonising", "agonizing"), ("severe pain",)
+    ),
+    **dict.fromkeys(("snore", "snores"), ("snoring",)),
+    **dict.fromkeys(("stop breathing", "stops breathing"), ("apnea",)),
+    **dict.fromkeys(
+        ("nodded off", "nodding off", "dozing off", "fall asleep during the day"),
+        ("daytime sleepiness", "excessive daytime somnolence"),
+    ),
+    **dict.fromkeys(
+        ("cold feet", "cold foot", "cold hands", "feels colder", "colder than the other"),
+        ("cold extremities",),
+    ),
+    **dict.fromkeys(("warmer than the other", "feels warm", "feels hot"), ("warmth",)),
+    **dict.fromkeys(("cloudy", "cloudier", "misty"), ("blurred vision",)),
+    **dict.fromkeys(("dazzle", "dazzles", "glare"), ("glare sensitivity", "photophobia")),
+    **dict.fromkeys(("can't stand the heat", "can't stand heat", "hate the heat"), ("heat intolerance",)),
     **dict.fromkeys(
         ("face is drooping", "face was drooping", "face drooping", "drooping face", "face has dropped"),
         ("facial palsy",),
@@ -660,7 +710,10 @@ class FindingExtractor:
         chest" is chest pain: a part "of" another part is the other part), and of the parts listed after it
         ("pain in my left tonsil and my throat"); else the `default` finding."""
         low, high = max(0, i - LAY_WINDOW), min(len(words), i + LAY_WINDOW + 1)
-        nearby = [j for j in range(low, high) if words[j] in parts and j != i]
+        # a part after the cue belongs to it only within its clause ("it doesn't hurt and my eyes aren't
+        # red"); one before may be across ("my knee is swollen and it hurts")
+        ahead = next((k for k in range(i + 1, high) if _ends_clause(words, k)), high)
+        nearby = [j for j in range(low, ahead) if words[j] in parts and j != i]
         j = _part_of(words, min(nearby, key=lambda k: abs(k - i)), parts) if nearby else None
         if j is None:
             concept = self._first_known(default) if default else None
@@ -720,6 +773,15 @@ def _with_sites(vocabulary: Vocabulary) -> tuple[_Construction, ...]:
         (cues, {**parts, **sites.get(site or "", {})}, default, site)
         for cues, parts, default, site in _LAY_CONSTRUCTIONS
     )
+
+
+def _ends_clause(words: list[str], k: int) -> bool:
+    """Whether `words[k]` ends a clause: punctuation or a conjunction, but not one between sides ("my right
+    and left ear")."""
+    if words[k] not in _CLAUSE_ENDS:
+        return False
+    sides = {"left", "right", "both"}
+    return not (0 < k < len(words) - 1 and words[k - 1] in sides and words[k + 1] in sides)
 
 
 def _part_of(words: list[str], j: int, parts: dict[str, tuple[str, ...]]) -> int | None:

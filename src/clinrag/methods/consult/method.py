@@ -89,7 +89,12 @@ class ConsultMethod(Method):
     def _start(self, case: Case) -> tuple[Consultant, ConsultState]:
         # A case that is itself in the patient base is left out of the experience (leave-case-out).
         consultant = self.consultant.leaving_out(case.id)
-        return consultant, consultant.start(_text(case), exclude=case_origins(case))
+        state = consultant.start(_text(case), exclude=case_origins(case))
+        if case.patient is not None:  # what the case states outright stands in for what the text leaves out
+            given = case.patient.demographics
+            state.findings.age = state.findings.age if state.findings.age is not None else given.age
+            state.findings.sex = state.findings.sex or (given.sex if given.sex != "other" else None)
+        return consultant, state
 
     def answer_state(self, case: Case, state: ConsultState, consultant: Consultant | None = None) -> Answer:
         return run_sync(self.aanswer_state(case, state, consultant))
