@@ -204,11 +204,16 @@ _BODY = {
     "hand": ("hand pain",),
     "heel": ("heel pain", "foot pain"),
     "breastbone": ("chest pain",),
+    "bottom": ("anal pain",),
+    "anus": ("anal pain",),
+    **dict.fromkeys(
+        ("bowels", "poo", "stool", "stools"), ("pain during bowel movements", "painful defecation")
+    ),
     "ribs": ("chest pain",),
 }
 _BELOW = {"under", "below", "beneath"}
 _LOWER_BACK = ("low back pain", "back pain")
-_SWELLING = {"swollen", "swelling", "swelled", "puffy"}
+_SWELLING = {"swollen", "swelling", "swelled", "swell", "swells", "puffy"}
 _LEG_SWELLING = ("swelling in legs", "pedal edema", "edema", "swelling")
 _JOINT_SWELLING = ("joint swelling", "swelling")
 _SWOLLEN = {
@@ -230,6 +235,7 @@ _REDNESS = {"red", "bloodshot", "pink"}
 _BURNING = {"burning", "burns", "burn", "stings", "stinging"}
 _PEE = ("pee", "wee", "urinate", "urinating", "peeing", "weeing", "urine")
 _WEAK = {"weak", "weakness"}
+_CLOUDY = {"cloudy", "cloudier", "misty", "hazy"}
 _SHAKY = {"shaky", "shakes", "shaking", "trembling", "trembly", "tremble"}
 _BLOCKED = {"blocked", "full", "bunged", "plugged", "stuffed"}
 _NOISE = {"ringing", "buzzing", "roaring", "whooshing", "hissing"}
@@ -251,6 +257,8 @@ _LAY_CONSTRUCTIONS: tuple[_Construction, ...] = (
     (_BURNING, dict.fromkeys(_PEE, ("painful urination", "dysuria")), (), None),
     (_WEAK, dict.fromkeys(_LIMBS, ("muscle weakness", "weakness")), (), None),
     (_SHAKY, dict.fromkeys(("hand", "hands", "fingers", "arm", "arms"), ("tremor",)), (), None),
+    (_CLOUDY, dict.fromkeys(("vision", "eyesight", "eye", "eyes", "sight"), ("blurred vision",)), (), None),
+    (_CLOUDY, dict.fromkeys(_PEE, ("cloudy urine",)), (), None),
     (
         _BLOCKED,
         {"ear": ("ear fullness",), "ears": ("ear fullness",), "nose": ("nasal congestion",)},
@@ -325,7 +333,9 @@ _LAY_PHRASES = {
         ("cold extremities",),
     ),
     **dict.fromkeys(("warmer than the other", "feels warm", "feels hot"), ("warmth",)),
-    **dict.fromkeys(("cloudy", "cloudier", "misty"), ("blurred vision",)),
+    **dict.fromkeys(("i feel hot", "feeling hot", "hot and shivery", "hot and cold"), ("fever",)),
+    **dict.fromkeys(("winded", "out of puff", "puffed out"), ("dyspnea",)),
+    **dict.fromkeys(("propped up", "sleep sitting up"), ("orthopnea",)),
     **dict.fromkeys(("dazzle", "dazzles", "glare"), ("glare sensitivity", "photophobia")),
     **dict.fromkeys(("can't stand the heat", "can't stand heat", "hate the heat"), ("heat intolerance",)),
     **dict.fromkeys(
