@@ -5,7 +5,8 @@
     findings of the same patients (`ddxplus`): GTPA@1 and @3, and their ratio. The DDXPlus table generated
     these patients, so (i) sees the generator (see README).
 (ii) The hand-written common presentations (tests/data/consult/common_presentations.jsonl, written as a
-    held-out set: no parameter was fitted to them) on the packaged default knowledge: top-1 and top-3 hits.
+    held-out set: no parameter was fitted to them; changes are judged on presentations_dev*.jsonl, written
+    apart from it) on the packaged default knowledge: top-1 and top-3 hits.
 (iii) `clinrag consult` as a user runs it on the README example: the first run on an empty home (the disease
     model is built) and a warm run, wall time and peak RSS of each, and their ratio.
 (iv) Finding extraction on the dev texts (tests/data/consult/findings_dev.jsonl): milliseconds per text with
