@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import csv
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ EMPTY_NARRATIVES = "records without any narrative text"
 DDXPLUS_COLUMNS = ("age", "top5_diagnoses", "sex", "diagnosis", "features", "feature_id")
 _SEX_WORDS = {"M": "male", "F": "female"}
 VALUE_SEPARATOR = "_@_"
+NOWHERE = "V_123"  # the value of a DDXPlus site evidence (pain location, radiation, …) that names no site
+_SIDE = re.compile(r"^(?P<site>.*?)\s*\((?P<side>[RL])\)$")
 _MASK = "[MASK]"
 _YES_NO = {"Y": "Yes", "N": "No"}
 
@@ -119,6 +122,13 @@ def _finish(records: list[PatientRecord], report: LoadReport) -> tuple[list[Pati
 
 
 # --- DDXPlus --------------------------------------------------------------------------------------------
+
+
+def site_and_side(meaning: str) -> tuple[str, str]:
+    """A DDXPlus body-site value's meaning split into the site and its side: "ear(R)" → ("ear", "R");
+    a site without a side has "" ("forehead" → ("forehead", ""))."""
+    match = _SIDE.match(meaning)
+    return (match["site"], match["side"]) if match else (meaning, "")
 
 
 class EvidenceDecoder:

@@ -21,7 +21,7 @@ from clinrag.core.files import data_file, read_json
 from clinrag.core.models import Case, PatientProfile
 from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish, register
 from clinrag.eval.datasets.patients import ddxplus_loader
-from clinrag.patients.loaders import VALUE_SEPARATOR
+from clinrag.patients.loaders import NOWHERE, VALUE_SEPARATOR, site_and_side
 
 PAIN, PAIN_CHARACTER, PAIN_LOCATION, PAIN_RADIATION = "E_53", "E_54", "E_55", "E_57"
 PAIN_ONSET, PAIN_INTENSITY, PAIN_PRECISION = "E_59", "E_56", "E_58"
@@ -35,7 +35,7 @@ BLOCKS = {
     SWELLING: (SWELLING_LOCATION,),
 }
 HEAD_OF = {detail: head for head, details in BLOCKS.items() for detail in details}
-NOWHERE, NOT_APPLICABLE, NO, YES = "V_123", "V_11", "V_10", "V_12"
+NOT_APPLICABLE, NO, YES = "V_11", "V_10", "V_12"
 
 # Questions whose mechanical rewording reads badly (double questions, past tense, third person, typos).
 STATEMENTS = {
@@ -159,7 +159,6 @@ CHARACTERS = {
 }
 REGIONS = {"Caraibes": "the Caribbean"}
 
-_SIDE = re.compile(r"^(?P<site>.*?)\s*\((?P<side>[RL])\)$")
 # Object pronouns: "wake you up" → "wake me up"; every other "you" is the subject ("when you exhale").
 _OBJECT_YOU = re.compile(r"\b(keeping|wake|as|than|for|with|to) you\b")
 
@@ -291,9 +290,7 @@ class FirstPersonRenderer:
         """Sites joined as a patient says them: "my right cheek, my left and right ear and my nose"."""
         sides: dict[str, list[str]] = {}
         for value in values:
-            meaning = self.meaning(name, value)
-            match = _SIDE.match(meaning)
-            site, side = (match["site"], match["side"]) if match else (meaning, "")
+            site, side = site_and_side(self.meaning(name, value))
             sides.setdefault(site, []).append(side)
         phrases = []
         for site, found in sides.items():

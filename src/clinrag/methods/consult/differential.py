@@ -40,6 +40,7 @@ import numpy as np
 
 from clinrag.methods.consult.diseases import DiseaseModel, sex_of
 from clinrag.methods.consult.vocabulary import Vocabulary
+from clinrag.patients.loaders import EvidenceDecoder
 from clinrag.patients.record import PatientRecord
 
 TYPICAL = 0.8
@@ -85,7 +86,11 @@ class Experience:
             row = index[label]
             # a coded value ("E_55_@_V_129", pain in the right ear) is its evidence and, when the vocabulary
             # has it, its own concept
-            codes = {part for code in record.codes.get(field, ()) for part in (code, code.split("_@_")[0])}
+            codes = {
+                part
+                for code in record.codes.get(field, ())
+                for part in (code, EvidenceDecoder.split(code)[0])
+            }
             concepts = tuple(sorted({by_id[f"ddxplus:{c}"].id for c in codes if f"ddxplus:{c}" in by_id}))
             contributions[record.id] = (row, concepts)
             patients[row] += 1

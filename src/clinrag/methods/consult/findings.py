@@ -26,6 +26,7 @@ from spacy.tokens import Doc, Span
 from clinrag.core.errors import InvalidInputError
 from clinrag.embed.base import Embedder
 from clinrag.methods.consult.vocabulary import SITE_FINDINGS, Concept, Vocabulary
+from clinrag.patients.loaders import VALUE_SEPARATOR
 
 FindingStatus = Literal["present", "absent", "uncertain"]
 Sex = Literal["female", "male"]
@@ -772,7 +773,7 @@ def _with_sites(vocabulary: Vocabulary) -> tuple[_Construction, ...]:
     parts, and preferred there ("pain in my tonsil" is DDXPlus' tonsil pain, a swollen ankle its ankle
     swelling)."""
     sites: dict[str, dict[str, tuple[str, ...]]] = {}
-    prefixes = tuple(f"ddxplus:{name}_@_" for name in SITE_FINDINGS)
+    prefixes = tuple(f"ddxplus:{name}{VALUE_SEPARATOR}" for name in SITE_FINDINGS)
     for concept in vocabulary.concepts:
         if any(i.startswith(prefixes) for i in concept.ids):
             for surface in concept.surfaces:

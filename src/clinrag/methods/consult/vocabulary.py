@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from clinrag.graph.matching import normalize
-from clinrag.patients.loaders import EvidenceDecoder
+from clinrag.patients.loaders import NOWHERE, VALUE_SEPARATOR, EvidenceDecoder, site_and_side
 
 HPO_PHENOTYPIC_ABNORMALITY = "HP:0000118"
 DDXPLUS_EVIDENCES = "release_evidences.json"
@@ -48,8 +48,6 @@ MAX_PART_WORDS = 4
 # DDXPlus multi-choice evidences whose values are body sites, the yes/no evidence they detail, and how a site
 # names the finding: pain in the ear is "ear pain" (one concept for both sides).
 SITE_FINDINGS = {"E_55": ("E_53", "{site} pain"), "E_152": ("E_151", "{site} swelling")}
-_SIDE = re.compile(r"\s*\((?:R|L)\)$")
-_NOWHERE = "V_123"
 
 
 @dataclass(frozen=True)
@@ -216,9 +214,9 @@ def _site_concepts(decoder: EvidenceDecoder) -> list[Concept]:
     for name, (head, template) in SITE_FINDINGS.items():
         by_site: dict[str, list[str]] = {}
         for value, meaning in decoder.evidences.get(name, {}).get("value_meaning", {}).items():
-            site = _SIDE.sub("", meaning.get("en", "")).strip()
-            if value != _NOWHERE and site:
-                by_site.setdefault(site, []).append(f"ddxplus:{name}_@_{value}")
+            site = site_and_side(meaning.get("en", ""))[0].strip()
+            if value != NOWHERE and site:
+                by_site.setdefault(site, []).append(f"ddxplus:{name}{VALUE_SEPARATOR}{value}")
         for site, ids in by_site.items():
             concepts.append(
                 Concept(
