@@ -246,6 +246,9 @@ _WEIGHT = ("weight", "stone", "pounds", "kilos", "kg", "lbs", "pound", "kilo")
 _LIMBS = ("arm", "arms", "leg", "legs", "hand", "hands", "limbs")
 # (cue words, body part → the names the finding may have, the finding when no part is near, the word the
 # knowledge's site findings end with: DDXPlus' "tonsil pain" adds "tonsil" to the pain parts)
+_Parts = tuple[
+    set[str], dict[str, tuple[str, ...]], tuple[str, ...]
+]  # a construction as `_body_finding` uses it
 _Construction = tuple[set[str], dict[str, tuple[str, ...]], tuple[str, ...], str | None]
 _LAY_CONSTRUCTIONS: tuple[_Construction, ...] = (
     (_PAIN, _BODY, (), "pain"),
@@ -295,7 +298,17 @@ _LAY_PHRASES = {
     "blood in the stool": ("hematochezia", "blood in stool"),
     "wheezy": ("wheezing",),
     **dict.fromkeys(
-        ("no appetite", "poor appetite", "lost my appetite", "off my food", "off his food", "off her food"),
+        (
+            "no appetite",
+            "poor appetite",
+            "lost my appetite",
+            "off my food",
+            "off his food",
+            "off her food",
+            "don't want to eat",
+            "not eating",
+            "not hungry",
+        ),
         ("loss of appetite", "poor appetite"),
     ),
     **dict.fromkeys(("tingled", "tingly", "pins and needles"), ("tingling", "paresthesia")),
@@ -313,12 +326,19 @@ _LAY_PHRASES = {
         ("felt low", "feel low", "feeling low", "felt down", "feeling down", "worthless"), ("depression",)
     ),
     **dict.fromkeys(("lost interest", "no interest"), ("anhedonia",)),
-    **dict.fromkeys(("catch my breath", "can't catch my breath", "couldn't catch my breath"), ("dyspnea",)),
+    **dict.fromkeys(
+        (
+            "catch my breath",
+            "can't catch my breath",
+            "couldn't catch my breath",
+            "winded",
+            "out of puff",
+            "puffed out",
+        ),
+        ("dyspnea",),
+    ),
     **dict.fromkeys(("lightheaded", "light-headed", "light headed"), ("lightheadedness", "dizziness")),
-    "queasy": ("nausea",),
-    **dict.fromkeys(("felt sick", "feel sick", "feeling sick"), ("nausea",)),
-    **dict.fromkeys(("was sick once", "was sick twice", "was sick"), ("vomiting",)),
-    **dict.fromkeys(("don't want to eat", "not eating", "not hungry"), ("loss of appetite", "poor appetite")),
+    **dict.fromkeys(("queasy", "felt sick", "feel sick", "feeling sick"), ("nausea",)),
     **dict.fromkeys(("room spins", "room spinning", "room is spinning", "everything spins"), ("vertigo",)),
     **dict.fromkeys(
         ("worst pain", "excruciating", "unbearable pain", "agonising", "agonizing"), ("severe pain",)
@@ -333,9 +353,6 @@ _LAY_PHRASES = {
         ("cold feet", "cold foot", "cold hands", "feels colder", "colder than the other"),
         ("cold extremities",),
     ),
-    **dict.fromkeys(("warmer than the other", "feels warm", "feels hot"), ("warmth",)),
-    **dict.fromkeys(("i feel hot", "feeling hot", "hot and shivery", "hot and cold"), ("fever",)),
-    **dict.fromkeys(("winded", "out of puff", "puffed out"), ("dyspnea",)),
     **dict.fromkeys(("propped up", "sleep sitting up"), ("orthopnea",)),
     **dict.fromkeys(("dazzle", "dazzles", "glare"), ("glare sensitivity", "photophobia")),
     **dict.fromkeys(("can't stand the heat", "can't stand heat", "hate the heat"), ("heat intolerance",)),
@@ -346,13 +363,43 @@ _LAY_PHRASES = {
     **dict.fromkeys(
         ("red and swollen", "red, hot", "red and hot", "hot and red", "red and sore"), ("redness",)
     ),
-    **dict.fromkeys(("warm to touch", "hot to touch", "warm to the touch", "hot to the touch"), ("warmth",)),
+    **dict.fromkeys(
+        (
+            "warm to touch",
+            "hot to touch",
+            "warm to the touch",
+            "hot to the touch",
+            "warmer than the other",
+            "feels warm",
+            "feels hot",
+        ),
+        ("warmth",),
+    ),
     **dict.fromkeys(("shivery", "shivering", "the shivers", "shivers"), ("chills",)),
     **dict.fromkeys(
-        ("a temperature", "high temperature", "running a temperature", "slight temperature"), ("fever",)
+        (
+            "a temperature",
+            "high temperature",
+            "running a temperature",
+            "slight temperature",
+            "i feel hot",
+            "feeling hot",
+            "hot and shivery",
+            "hot and cold",
+        ),
+        ("fever",),
     ),
     **dict.fromkeys(
-        ("been sick once", "been sick twice", "being sick", "been sick a few times"), ("vomiting",)
+        (
+            "been sick once",
+            "been sick twice",
+            "being sick",
+            "been sick a few times",
+            "was sick once",
+            "was sick twice",
+            "was sick",
+        ),
+        ("vomiting",),
     ),
     **dict.fromkeys(("passed out", "fainted", "blacked out"), ("syncope", "loss of consciousness")),
     **dict.fromkeys(("blurry", "gone blurry", "went blurry"), ("blurred vision",)),
@@ -701,7 +748,7 @@ class FindingExtractor:
         for sentence in doc.sents:
             words = [token.lower_ for token in sentence]
             for i, word in enumerate(words):
-                for cues, parts, default, _ in self._constructions:
+                for cues, parts, default in self._constructions:
                     if word in cues:
                         mentions.extend(self._body_finding(sentence, words, i, cues, parts, default))
                 if word in _COUGH:
@@ -768,7 +815,7 @@ class FindingExtractor:
 _ASIDE = re.compile(r"\s*\([^()]*\)")  # a parenthetical aside with the space before it
 
 
-def _with_sites(vocabulary: Vocabulary) -> tuple[_Construction, ...]:
+def _with_sites(vocabulary: Vocabulary) -> tuple[_Parts, ...]:
     """The lay constructions with the one-word body sites of the knowledge's site findings added to their
     parts, and preferred there ("pain in my tonsil" is DDXPlus' tonsil pain, a swollen ankle its ankle
     swelling)."""
@@ -781,7 +828,7 @@ def _with_sites(vocabulary: Vocabulary) -> tuple[_Construction, ...]:
                 if len(words) == 2 and words[0].isalpha():
                     sites.setdefault(words[1], {}).setdefault(words[0], (surface,))
     return tuple(
-        (cues, {**parts, **sites.get(site or "", {})}, default, site)
+        (cues, {**parts, **sites.get(site or "", {})}, default)
         for cues, parts, default, site in _LAY_CONSTRUCTIONS
     )
 
