@@ -1,7 +1,12 @@
 """Outages are not results: `direct` on MedQA against a scripted OpenAI-compatible server on loopback
 (tests/openai_server.py; it stands in for vLLM / llama.cpp / OpenAI, none of which can run here) that goes
 down mid-run, answers malformed 200s, or a closed port. Before: every remaining case was stored as an error
-result, the run exited 0 and a rerun never retried them. After: they are left for the next run."""
+result, the run exited 0 and a rerun never retried them. After: they are left for the next run.
+
+One outage, several cases in flight (concurrency 4, the server failing the four requests in flight, then
+answering again): before, the four failures counted as four outages in a row and stopped the run although
+the server was back. After: they count as one; the run answers the other cases and leaves those four for the
+next run (exit code 1), which answers exactly them. A server that stays down still stops the run."""
 
 from __future__ import annotations
 
@@ -23,15 +28,18 @@ from tests.openai_server import ScriptedServer, chat_body
 
 OK = (200, chat_body("A"), 0.0)
 DOWN = (500, {"error": {"message": "upstream died"}}, 0.0)
+IN_FLIGHT = 4
+# Requests that wait together, then fail: the server is down while they are in flight.
+DOWN_IN_FLIGHT = (500, {"error": {"message": "upstream died"}}, 0.5)
 
 
-def _runner(data_dir: Path, base_url: str) -> EvalRunner:
+def _runner(data_dir: Path, base_url: str, retries: int = 1) -> EvalRunner:
     settings = load_settings(
         data_dir=data_dir,
         llm_backend="openai",
         llm_base_url=base_url,
         llm_model="served-model",
-        llm_max_retries=1,
+        llm_max_retries=retries,
         llm_backoff_s=0.0,
         llm_logprobs=False,
         llm_timeout_s=2.0,
@@ -144,3 +152,53 @@ def test_sigterm_with_a_model_call_in_flight_stops_promptly(
     assert process.returncode == 130
     assert "cancelling the 1 cases in flight" in " ".join(stderr.split())
     assert RunDirectory(tmp_path / "run").results() == []
+
+
+def _in_flight(out: Path, limit: int) -> RunRequest:
+    return RunRequest(dataset="medqa", method="direct", out=out, limit=limit, concurrency=IN_FLIGHT)
+
+
+def test_the_cases_in_flight_during_an_outage_count_once(
+    data_dir: Path, server: ScriptedServer, tmp_path: Path
+) -> None:
+    server.replies = [DOWN_IN_FLIGHT] * IN_FLIGHT + [OK]
+    outcome = _runner(data_dir, server.base_url, 0).run(_in_flight(tmp_path / "run", 8))
+    assert server.max_in_flight == IN_FLIGHT
+    assert (outcome.ran, outcome.unanswered, outcome.summary.n_finished) == (8, 4, 4)
+    served = len(server.requests)
+    again = _runner(data_dir, server.base_url, 0).run(_in_flight(tmp_path / "run", 8))
+    assert (again.skipped, again.ran, again.unanswered) == (4, 4, 0)
+    assert len(server.requests) - served == 4
+    ids = [r.case_id for r in RunDirectory(tmp_path / "run").results()]
+    assert len(ids) == len(set(ids)) == 8
+
+
+def test_a_server_that_stays_down_stops_the_run_after_three_outages(
+    data_dir: Path, server: ScriptedServer, tmp_path: Path
+) -> None:
+    server.replies = [DOWN_IN_FLIGHT]
+    with pytest.raises(RunStoppedError, match="3 cases in a row failed"):
+        _runner(data_dir, server.base_url, 0).run(_in_flight(tmp_path / "run", 40))
+    # Three outages, each seen by the cases in flight with it: at most 4 + 4 + 4 requests, not all 40.
+    assert 3 < len(server.requests) <= 3 * IN_FLIGHT
+    assert RunDirectory(tmp_path / "run").results() == []
+
+
+def test_cli_goes_on_after_one_outage_and_says_what_is_left(
+    data_dir: Path, server: ScriptedServer, tmp_path: Path
+) -> None:
+    server.replies = [DOWN_IN_FLIGHT] * IN_FLIGHT + [OK]
+    env = {
+        **os.environ,
+        "CLINRAG_LLM_BACKEND": "openai",
+        "CLINRAG_LLM_MODEL": "served-model",
+        "CLINRAG_LLM_MAX_RETRIES": "0",
+        "CLINRAG_DATA_DIR": str(data_dir),
+        "CLINRAG_LLM_BASE_URL": server.base_url,
+    }
+    command = [sys.executable, "-m", "clinrag", "eval", "run", "--method", "direct", "--dataset", "medqa"]
+    command += ["--out", str(tmp_path / "run"), "--limit", "8", "--concurrency", str(IN_FLIGHT)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 1, output
+    assert "4 cases are unanswered" in output and "RunStoppedError" not in output

@@ -26,7 +26,7 @@ UriOption = Annotated[
     str | None,
     typer.Option(
         "--uri",
-        help="Graph server (redis://, falkor://, unix://, bolt://, neo4j://); "
+        help="Graph server (redis://, falkor://, unix://, bolt://, neo4j://); else CLINRAG_GRAPH_URI, "
         "else clinrag's own FalkorDB server, started on the data directory.",
     ),
 ]
@@ -51,11 +51,16 @@ def _data_dir(ctx: typer.Context, data_dir: Path | None) -> Path:
     return data_dir or settings_from(ctx).graph_data_dir
 
 
+def _graph_uri(ctx: typer.Context, uri: str | None) -> str | None:
+    """`--uri`, else the configured graph URI, as the methods use it; None: clinrag's own server."""
+    return uri or settings_from(ctx).graph_uri
+
+
 @contextmanager
 def _opened(ctx: typer.Context, uri: str | None, data_dir: Path | None, graph: str) -> Iterator[GraphStore]:
     from clinrag.graph.factory import open_graph
 
-    store = open_graph(uri, _data_dir(ctx, data_dir), graph=graph)
+    store = open_graph(_graph_uri(ctx, uri), _data_dir(ctx, data_dir), graph=graph)
     try:
         yield store
     finally:
@@ -95,6 +100,7 @@ def graph_build(
     from clinrag.graph.importers.loader import checkpoint_location
 
     folder = _data_dir(ctx, data_dir)
+    uri = _graph_uri(ctx, uri)
     context = SourceContext(settings_from(ctx), folder, progress=progress)
     records = [read_source(spec, limit=limit, context=context) for spec in source]
     checkpoint, identity = checkpoint_location(folder, uri, graph)

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
+import signal
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
 
 from clinrag.app.common import PatientsDatasetOption, PatientsOption, PatientsPathOption, out, settings_from
 from clinrag.core.errors import ConfigError
+from clinrag.core.settings import Settings
+
+WILDCARDS = ("0.0.0.0", "::", "")
 
 
 def is_loopback(host: str) -> bool:
@@ -20,6 +27,35 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def served_settings(
+    settings: Settings, host: str, kb: Path | None, paths: list[Path], graphs: list[str]
+) -> Settings:
+    """The settings `serve` runs with, refused when they would leave the server open: beyond loopback a
+    bearer token is required (an empty one is no token), and so are the Host names clients will use."""
+    from clinrag.app.web.security import configured_token
+
+    token = configured_token(settings.api_token)
+    update: dict[str, object] = {
+        "api_data_roots": [*settings.api_data_roots, *paths],
+        "api_graph_uris": [*settings.api_graph_uris, *graphs],
+    }
+    if kb is not None:
+        update["kb_path"] = kb
+    if not is_loopback(host):
+        if token is None:
+            raise ConfigError(
+                f"binding to {host} (beyond loopback) needs a bearer token: set CLINRAG_API_TOKEN"
+            )
+        if settings.api_allowed_hosts == Settings.model_fields["api_allowed_hosts"].default:
+            if host in WILDCARDS:
+                raise ConfigError(
+                    f"binding to {host or 'every address'}: set CLINRAG_API_ALLOWED_HOSTS to the names "
+                    "clients reach this server by (or '*' for any)"
+                )
+            update["api_allowed_hosts"] = [*settings.api_allowed_hosts, host]
+    return settings.model_copy(update=update)
 
 
 def serve(
@@ -38,31 +74,67 @@ def serve(
             help="A DDXPlus folder: enables interactive differentials (default: <data dir>/ddxplus)."
         ),
     ] = None,
+    allow_path: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="A folder whose files requests' parameters may name (repeatable; CLINRAG_API_DATA_ROOTS). "
+            "None: requests use only the server's own data."
+        ),
+    ] = None,
+    allow_graph: Annotated[
+        list[str] | None,
+        typer.Option(help="A graph URI requests' parameters may name (repeatable; CLINRAG_API_GRAPH_URIS)."),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="Log level of clinrag and uvicorn.")] = "info",
 ) -> None:
     """Serve the HTTP API (/v1, OpenAPI docs at /docs) and the web UI: the interactive consultation at /, any
-    method at /advanced, the DDXPlus differential at /ddx. Settings come from CLINRAG_* (CLINRAG_API_TOKEN,
-    CLINRAG_API_MAX_BODY_BYTES, CLINRAG_API_TIMEOUT_S, CLINRAG_API_LOG_TEXT)."""
+    method at /advanced, the DDXPlus differential at /ddx. Settings come from CLINRAG_API_* (the token, the
+    allowed Host names, data roots and graph URIs, body and time limits, what is kept for clients)."""
     import uvicorn
 
     from clinrag.app.web.api import create_app
+    from clinrag.app.web.server import server_config
     from clinrag.app.web.services import ConsultService, DdxService
     from clinrag.embed.factory import build_embedder
     from clinrag.patients.defaults import open_patient_base
 
-    settings = settings_from(ctx)
-    if kb is not None:
-        settings = settings.model_copy(update={"kb_path": kb})
-    if not is_loopback(host) and settings.api_token is None:
-        raise ConfigError(f"binding to {host} (beyond loopback) needs a bearer token: set CLINRAG_API_TOKEN")
+    settings = served_settings(settings_from(ctx), host, kb, allow_path or [], allow_graph or [])
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     embedder = build_embedder(settings)
     base = open_patient_base(settings, embedder, patients, dataset=patients_dataset, data_path=patients_path)
     consult = ConsultService(settings, patient_base=base, embedder=lambda _: embedder)
     folder = ddx_data or (settings.data_dir / "ddxplus" if settings.data_dir else None)
-    ddx = DdxService.from_ddxplus(folder, embedder) if folder is not None and folder.is_dir() else None
+    ddx = (
+        DdxService.from_ddxplus(folder, embedder, settings)
+        if folder is not None and folder.is_dir()
+        else None
+    )
     if ddx_data is not None and ddx is None:
         raise ConfigError(f"--ddx-data {ddx_data} is not a folder")
     app = create_app(consult, ddx)
     out.print(f"clinrag serving on http://{host}:{port} (UI at /, API docs at /docs)")
-    uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), access_log=False)
+    with _stopped_by_signals():
+        uvicorn.Server(server_config(app, settings, host, port, log_level)).run()
+
+
+class _Stopped(BaseException):
+    """A SIGTERM or SIGINT has stopped the server (a BaseException, like KeyboardInterrupt)."""
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """Make SIGTERM and SIGINT end `serve` normally, exit code 0. uvicorn answers either by shutting down
+    gracefully and then raising it again under the handler it found: the default one would kill the process
+    (exit 143 on SIGTERM) before its atexit handlers release the FalkorDB servers it started."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise _Stopped(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    except _Stopped as stopped:
+        out.print(f"clinrag stopped on {stopped}")
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -70,3 +70,7 @@ class RunStoppedError(ClinragError):
 
 class RunLockedError(ClinragError):
     """Another process is running an evaluation in the same run directory."""
+
+
+class BuildsBusyError(ClinragError):
+    """More builds (of methods for new parameters) are under way than the server takes at once."""

@@ -1,5 +1,6 @@
 """Reading data files the same way everywhere: strict UTF-8, JSON and JSONL with broken lines reported, and
-the `ReadReport` / `Reading` pair that says what one pass over a file read and skipped.
+the `ReadReport` / `Reading` pair that says what one pass over a file read and skipped; and the private
+directories and files that hold patients' words or full prompts.
 
 Encoding is strict UTF-8: the first byte that is not UTF-8 raises `DataFormatError` naming the file and the
 byte offset. A wrongly encoded file (Latin-1, GBK) would otherwise be read as silently corrupted medical
@@ -7,7 +8,11 @@ text, so it is refused as a whole, and the offset says where to look."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +111,51 @@ def data_file(path: str | Path, default_name: str | None = None) -> Path:
     if not path.is_file():
         raise DataFormatError(f"{path}: not a file")
     return path
+
+
+# --- private directories and files ---------------------------------------------------------------------
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def private_dir(path: str | Path) -> Path:
+    """`path` as a directory, created with its missing parents owner-only (0700): clinrag's home, run
+    directories and bases hold patients' words. A directory that exists keeps its mode (it may be one the
+    user shares on purpose). `OSError` when it cannot be created (`NotADirectoryError` when a file is in
+    the way)."""
+    path = Path(path)
+    missing = [folder for folder in [path, *path.parents] if not folder.exists()]
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # created meanwhile by another process
+            folder.mkdir(mode=PRIVATE_DIR_MODE)
+    if not path.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+    return path
+
+
+def private_file(path: str | Path) -> Path:
+    """`path` created empty if missing, owner-only (0600), and checked writable; a file of ours that exists
+    loses any group and other access (an older clinrag created them readable by all; another user's file is
+    theirs to share). `OSError` when it cannot be created or written (`IsADirectoryError` when a directory
+    is in the way)."""
+    path = Path(path)
+    handle = os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE_MODE)
+    try:
+        found = os.fstat(handle)
+        mode = stat.S_IMODE(found.st_mode)
+        if mode & 0o077 and found.st_uid == os.geteuid():
+            os.fchmod(handle, mode & ~0o077)
+    finally:
+        os.close(handle)
+    return path
+
+
+def os_reason(exc: OSError) -> str:
+    """An `OSError` in a few words for a one-line message: "Permission denied: /home/x/.lock"."""
+    if exc.strerror is None:
+        return str(exc)
+    return f"{exc.strerror}: {exc.filename}" if exc.filename is not None else exc.strerror
 
 
 # --- text and JSON --------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Calls to OpenAI-compatible servers (chat and embeddings): client construction, retries with
 exponential backoff on 429 / 5xx / timeouts / connection errors (honouring a bounded `Retry-After`), and
-mapping of SDK errors to typed errors whose messages never carry a URL's password."""
+mapping of SDK errors to typed errors whose messages never carry a URL's credentials; a base URL's query
+string is sent as query parameters, and credentials in it are refused."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import openai
 
-from clinrag.core.errors import ModelAuthError, ModelRequestError, ModelUnavailableError
+from clinrag.core.errors import ConfigError, ModelAuthError, ModelRequestError, ModelUnavailableError
+from clinrag.core.settings import redact_url
 
 T = TypeVar("T")
 
@@ -64,21 +67,48 @@ def retry_after(exc: Exception) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*):[^\s/@]*@")
+_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+")
 
 
 def redact_text(text: str) -> str:
-    """`text` with the password of every `scheme://user:password@` in it masked."""
-    return _URL_PASSWORD.sub(lambda m: f"{m['head']}:***@", text)
+    """`text` with the credentials of every URL in it masked (see `redact_url`)."""
+    return _URL.sub(lambda m: redact_url(m[0]), text)
+
+
+def split_base_url(base_url: str) -> tuple[str, dict[str, str]]:
+    """A server's base URL without its query string, and that query as parameters of every request (the
+    SDK would splice it into the path: `/v1/?api_key=…chat/completions`).
+
+    A user name or password in the URL is refused: the HTTP client would send it as Basic auth in place of
+    the configured API key, so the key belongs in CLINRAG_*_API_KEY."""
+    try:
+        parts = urlsplit(base_url)
+        has_userinfo = parts.username is not None
+    except ValueError as exc:
+        raise ConfigError(f"invalid server URL {redact_url(base_url)}: {exc}") from exc
+    if has_userinfo:
+        raise ConfigError(
+            f"the server URL {redact_url(base_url)} carries credentials (user:password@): remove them and "
+            "give the key as CLINRAG_LLM_API_KEY / CLINRAG_EMBED_API_KEY / CLINRAG_JUDGE_API_KEY"
+        )
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit(parts._replace(query="", fragment="")), query
 
 
 def make_clients(
     base_url: str | None, api_key: str | None, timeout_s: float
 ) -> tuple[openai.OpenAI, openai.AsyncOpenAI]:
     """Sync and async SDK clients with the SDK's own retries off (we retry, so the policy is ours)."""
+    url, query = split_base_url(base_url) if base_url else (None, {})
     # Local servers (vLLM, llama.cpp, Ollama) accept any key; the SDK insists on one being set.
     key = api_key or "not-needed"
-    kwargs = {"base_url": base_url, "api_key": key, "timeout": timeout_s, "max_retries": 0}
+    kwargs = {
+        "base_url": url,
+        "api_key": key,
+        "timeout": timeout_s,
+        "max_retries": 0,
+        "default_query": query or None,
+    }
     return openai.OpenAI(**kwargs), openai.AsyncOpenAI(**kwargs)
 
 

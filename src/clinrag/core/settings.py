@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from typing import Annotated, Any, Literal
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from clinrag.core.backends import CHAT_BACKENDS, EMBED_BACKENDS, check_name
-from clinrag.core.errors import ConfigError
+from clinrag.core.errors import ConfigError, DataFormatError
+from clinrag.core.files import decode, os_reason
 
 
 def _default_home() -> Path:
@@ -41,9 +43,13 @@ class _TomlSource(PydanticBaseSettingsSource):
         if self.path is None:
             return {}
         try:
-            raw = tomllib.loads(self.path.read_text(encoding="utf-8"))
+            raw = tomllib.loads(decode(self.path.read_bytes(), self.path))
         except FileNotFoundError as exc:
             raise ConfigError(f"config file not found: {self.path}") from exc
+        except OSError as exc:  # a directory, an unreadable file
+            raise ConfigError(f"cannot read the config file {self.path}: {os_reason(exc)}") from exc
+        except DataFormatError as exc:
+            raise ConfigError(f"config file {exc}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {self.path} is not valid TOML: {exc}") from exc
         flat: dict[str, Any] = {}
@@ -143,7 +149,29 @@ class Settings(BaseSettings):
     api_max_body_bytes: int = Field(default=1_000_000, ge=1_024)
     api_timeout_s: float = Field(default=600.0, gt=0)
     api_log_text: bool = False
+    # What a request may reach: the Host names clients use (a guard against DNS rebinding; "*" any), the
+    # folders whose files a request's parameters may name, and the graph URIs they may name (none: requests
+    # use only the server's own configuration). Lists are comma-separated in the environment.
+    api_allowed_hosts: Annotated[list[str], NoDecode] = ["localhost", "127.0.0.1", "::1"]
+    api_data_roots: Annotated[list[Path], NoDecode] = []
+    api_graph_uris: Annotated[list[str], NoDecode] = []
+    # What the server keeps for clients: interactive sessions (of each kind) and the evidence of answers,
+    # each bounded by count, by the bytes of the patients' words and evidence they hold, and by idle time.
+    api_sessions: int = Field(default=1_000, ge=1)
+    api_answers: int = Field(default=1_000, ge=1)
+    api_store_max_bytes: int = Field(default=64_000_000, ge=1_024)
+    api_session_ttl_s: float = Field(default=3_600.0, gt=0)
+    # Connections: how long a client may take to send a request's head, and how many may be open at once.
+    api_header_timeout_s: float = Field(default=10.0, gt=0)
+    api_max_connections: int = Field(default=200, ge=1)
     ui_assets_path: Path | None = None  # the folder holding htmx.min.js (default: installed by install.sh)
+
+    @field_validator("api_allowed_hosts", "api_data_roots", "api_graph_uris", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
 
     @field_validator("llm_backend", "judge_backend")
     @classmethod
@@ -218,25 +246,33 @@ def _shown(value: Any) -> Any:
     return str(value) if isinstance(value, Path | SecretStr) else value
 
 
+# Query parameters whose values are masked wherever a URL is shown: names that look like credentials
+# (api_key, access_token, client_secret, password, sig, auth, …).
+_SECRET_PARAM = re.compile(r"key|token|secret|pass|pwd|sig|auth|credential", re.IGNORECASE)
+
+
 def redact_url(text: str) -> str:
-    """`text` with the password of a URL masked (`scheme://user:***@host`, `?password=***`); other text
-    unchanged."""
+    """`text` with a URL's credentials masked: its user information (`scheme://user:***@host`, or `***@host`
+    for a lone name, often a token) and the values of query parameters named like secrets (`?api_key=***`);
+    other text unchanged."""
     if "://" not in text:
         return text
     try:
         parts = urlsplit(text)
-        password = parts.password
+        username, password = parts.username, parts.password
     except ValueError:
         return text
-    if password is not None:
+    if username is not None:
         host = parts.netloc.rsplit("@", 1)[1]
-        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
-    if "password=" in parts.query:
-        query = [
-            (k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-        ]
-        parts = parts._replace(query=urlencode(query, safe="*"))
+        parts = parts._replace(netloc=f"{'***' if password is None else username + ':***'}@{host}")
+    if parts.query:
+        parts = parts._replace(query="&".join(_masked_param(param) for param in parts.query.split("&")))
     return urlunsplit(parts)
+
+
+def _masked_param(param: str) -> str:
+    name, equals, value = param.partition("=")
+    return f"{name}=***" if equals and value and _SECRET_PARAM.search(unquote_plus(name)) else param
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -1,4 +1,8 @@
-"""SQLite shared by several threads: one connection per thread, WAL so readers never block the writer."""
+"""SQLite shared by several threads: one connection per thread, WAL so readers never block the writer.
+
+The caches kept this way (responses, embeddings, literature) hold full prompts and patients' words, so the
+file is owner-only (0600, also when it exists) in an owner-only directory; SQLite gives its -wal and -shm
+files the database file's mode."""
 
 from __future__ import annotations
 
@@ -7,6 +11,10 @@ import threading
 from pathlib import Path
 
 from clinrag.core.errors import ConfigError
+from clinrag.core.files import os_reason, private_dir, private_file
+
+# Written by SQLite beside the database; they hold recent writes, so older ones are made private too.
+_SIDE_FILES = ("-wal", "-shm")
 
 
 class ThreadLocalSQLite:
@@ -14,12 +22,21 @@ class ThreadLocalSQLite:
         self.path = Path(path)
         self.what = what
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
+            private_file(self.path)
+            for suffix in _SIDE_FILES:
+                side = self.path.with_name(self.path.name + suffix)
+                if side.is_file():
+                    private_file(side)
         except OSError as exc:
-            raise ConfigError(f"cannot create the directory of the {what} {self.path.parent}: {exc}") from exc
+            raise ConfigError(f"cannot write the {what} {self.path}: {os_reason(exc)}") from exc
         self._local = threading.local()
-        with self.connection() as db:
-            db.execute(schema)
+        try:
+            with self.connection() as db:
+                db.execute(schema)
+            self._check_writable()
+        except sqlite3.Error as exc:
+            raise ConfigError(f"cannot write the {what} {self.path}: {exc}") from exc
 
     def connection(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -32,3 +49,10 @@ class ThreadLocalSQLite:
                 raise ConfigError(f"cannot open the {self.what} {self.path}: {exc}") from exc
             self._local.db = db
         return db
+
+    def _check_writable(self) -> None:
+        """Take the write lock once and let it go: a database SQLite can only read (a read-only home, its
+        -shm file not writable) fails here, when it is opened, rather than at its first write."""
+        db = self.connection()
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("ROLLBACK")

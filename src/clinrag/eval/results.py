@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from clinrag.core.errors import DataFormatError, InvalidInputError, RunLockedError
+from clinrag.core.files import os_reason, private_dir, private_file
 from clinrag.core.models import Answer, Gold, TaskKind
 from clinrag.core.usage import Usage
 from clinrag.index.store import write_json
@@ -138,7 +139,8 @@ class RunDirectory:
         """Hold the directory's exclusive lock (created if missing); `RunLockedError` if another process
         holds it. The kernel drops the lock when its holder dies, so a crash never leaves it stale."""
         self._make_dir()
-        handle = (self.path / LOCK_FILE).open("a+", encoding="utf-8")
+        lock_path = self._private_file(LOCK_FILE)
+        handle = lock_path.open("r+", encoding="utf-8")
         try:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -161,9 +163,21 @@ class RunDirectory:
         if self.path.exists() and not self.path.is_dir():
             raise InvalidInputError(f"{self.path} is a file, not a run directory: choose another --out")
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError) as exc:
-            raise InvalidInputError(f"cannot create the run directory {self.path}: {exc}") from exc
+            private_dir(self.path)
+        except OSError as exc:
+            raise InvalidInputError(
+                f"cannot create the run directory {self.path}: {os_reason(exc)}; choose another --out"
+            ) from exc
+
+    def _private_file(self, name: str) -> Path:
+        """DIR/name, created owner-only if missing and made so if not: results hold patients' words."""
+        path = self.path / name
+        try:
+            return private_file(path)
+        except OSError as exc:
+            raise InvalidInputError(
+                f"cannot write {path} in the run directory: {os_reason(exc)}; choose another --out"
+            ) from exc
 
     def write_config(self, config: RunConfig) -> None:
         self._make_dir()
@@ -204,7 +218,7 @@ class RunDirectory:
 
     def append(self, result: CaseResult) -> None:
         line = result.model_dump_json() + "\n"
-        with self.results_path.open("a+b") as handle:
+        with self._private_file(RESULTS_FILE).open("a+b") as handle:
             handle.write(line.encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())

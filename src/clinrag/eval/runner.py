@@ -9,9 +9,10 @@ methods' retrievers leave out, and a run whose corpus shares a file with the dat
 
 An outage is not a result: a case whose backend is unreachable, times out or keeps failing
 (`ModelUnavailableError`, `ModelAuthError`, `GraphUnavailableError`) is left unanswered for the next run to
-retry, and `max_outages` such failures in a row stop the run (`RunStoppedError`). Only the method's own
-failures (an unparseable answer, bad input) are stored as the case's result. One process at a time runs in
-a run directory (`RunDirectory.lock`).
+retry, and `max_outages` outages in a row stop the run (`RunStoppedError`). The cases in flight when a
+backend goes down fail together and count as one outage (`OutageCount`). Only the method's own failures (an
+unparseable answer, bad input) are stored as the case's result. One process at a time runs in a run
+directory (`RunDirectory.lock`).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class RunRequest:
     params: dict[str, Any] = field(default_factory=dict)
     # A corpus may share files with the dataset (each case's own record is still left out of retrieval).
     allow_overlap: bool = False
-    max_outages: int = 3  # backend failures in a row that stop the run
+    max_outages: int = 3  # backend outages in a row that stop the run (see OutageCount)
 
 
 @dataclass
@@ -282,10 +283,10 @@ class EvalRunner:
         max_outages: int = 3,
     ) -> None:
         """Answer `cases`, `concurrency` at a time, appending each result to `run_dir` as it finishes; a case
-        whose backend is unavailable is left unanswered, and `max_outages` of them in a row stop the run with
+        whose backend is unavailable is left unanswered, and `max_outages` outages in a row stop the run with
         `RunStoppedError` (the cases in flight are cancelled)."""
         semaphore = asyncio.Semaphore(concurrency)
-        outages: list[ClinragError] = []  # the failures since the last case answered
+        outages = OutageCount()
 
         with self.progress_bar() as progress:
             bar = progress.add_task(f"{method.name}", total=len(cases))
@@ -293,16 +294,16 @@ class EvalRunner:
             async def one(case: Case) -> None:
                 async with semaphore:
                     self.in_flight += 1
+                    began = outages.counted
                     try:
                         result = await self._answer_one(method, case, run_id)
                     except _OUTAGES as exc:
-                        outages.append(exc)
-                        if len(outages) >= max_outages:
-                            raise RunStoppedError(_stop_message(outages, run_dir)) from exc
+                        if outages.failed(began, exc) >= max_outages:
+                            raise RunStoppedError(_stop_message(outages.in_a_row, run_dir)) from exc
                         return
                     finally:
                         self.in_flight -= 1
-                outages.clear()
+                outages.answered()
                 # Appends happen on the event loop thread, one at a time: lines never interleave.
                 run_dir.append(result)
                 progress.advance(bar)
@@ -342,10 +343,33 @@ class EvalRunner:
 _OUTAGES = (ModelUnavailableError, ModelAuthError, GraphUnavailableError)
 
 
+@dataclass
+class OutageCount:
+    """Backend outages in a row. When a backend goes down, every case in flight fails with it: a failed case
+    is a new outage only if it began after the last outage was counted, so the cases in flight count once
+    whatever the concurrency (at concurrency 1, each failed case is an outage)."""
+
+    counted: int = 0  # outages counted in this run; a case notes it when it begins
+    in_a_row: list[ClinragError] = field(default_factory=list)  # the last failure of each, since an answer
+
+    def failed(self, began: int, exc: ClinragError) -> int:
+        """Record the failure of a case that began when `counted` was `began`; the outages in a row."""
+        if began == self.counted:
+            self.counted += 1
+            self.in_a_row.append(exc)
+        elif self.in_a_row:
+            self.in_a_row[-1] = exc  # the same outage, seen by a case that was already in flight
+        return len(self.in_a_row)
+
+    def answered(self) -> None:
+        self.in_a_row.clear()
+
+
 def _stop_message(outages: list[ClinragError], run_dir: RunDirectory) -> str:
     last = outages[-1]
     return (
-        f"stopped after {len(outages)} cases in a row failed for want of a backend (last: "
-        f"{type(last).__name__}: {last}); finished cases are saved in {run_dir.path}, and the unanswered "
-        "ones are retried when the same command is run again"
+        f"stopped after {len(outages)} cases in a row failed for want of a backend, each begun after the one "
+        f"before had failed (cases in flight with it count once; last: {type(last).__name__}: {last}); "
+        f"finished cases are saved in {run_dir.path}, and the unanswered ones are retried when the same "
+        "command is run again"
     )

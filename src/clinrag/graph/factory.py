@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from clinrag.core.errors import ConfigError
+from clinrag.core.errors import ConfigError, GraphUnavailableError
+from clinrag.core.files import os_reason, private_dir
 from clinrag.graph.store import GraphStore
 
 FALKORDB_SCHEMES = ("redis", "rediss", "falkor", "falkors", "unix")
@@ -32,7 +33,12 @@ def open_graph(
 
         if data_dir is None:
             raise ConfigError("clinrag's own graph server needs a data directory (settings.graph_data_dir)")
-        return FalkorDBStore.embedded(data_dir, graph, **options)
+        try:
+            return FalkorDBStore.embedded(private_dir(data_dir), graph, **options)
+        except OSError as exc:  # a data directory that cannot be created or written (an unwritable home)
+            raise GraphUnavailableError(
+                f"cannot start clinrag's graph server on {data_dir}: {os_reason(exc)}"
+            ) from exc
     scheme = uri.split("://", 1)[0].lower() if "://" in uri else ""
     if scheme in FALKORDB_SCHEMES:
         from clinrag.graph.falkordb_store import FalkorDBStore

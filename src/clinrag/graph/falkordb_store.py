@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -39,6 +40,8 @@ class FalkorDBStore(GraphStore):
         self.socket_timeout_s = socket_timeout_s
         self.graph_name = graph
         self.restarted = False
+        self._connections = 0  # connections replaced after a restart: a call notes it when it begins
+        self._restart_lock = threading.Lock()
         self._connect(url)
 
     def _connect(self, url: str) -> None:
@@ -155,18 +158,33 @@ class FalkorDBStore(GraphStore):
             time.sleep(0.02)
 
     def _reconnecting(self, call: Callable[[], T]) -> T:
-        """`call()`; if clinrag's own server has died, restart it once per store and call again."""
+        """`call()`; if clinrag's own server has died, restart it once per store and call again. The calls in
+        flight when it died all fail: the first restarts it, the others call again on the new connection."""
+        began = self._connections
         try:
             return call()
         except redis.ResponseError:
             raise
         except (redis.ConnectionError, OSError):
-            if self.server is None or self.restarted or self.server.running():
+            if self.server is None or not self._reconnected(began, self.server):
                 raise
-        self.restarted = True
-        self._db.close()
-        self._connect(self.server.restart())
         return call()
+
+    def _reconnected(self, began: int, server: FalkorDBServer) -> bool:
+        """True if the store now has a connection newer than the one a failed call `began` on: made by an
+        earlier call's restart, or by restarting the dead server now (once per store; a server that is running
+        did not die, and is not restarted)."""
+        with self._restart_lock:
+            if self._connections != began:
+                return True
+            if self.restarted or server.running():
+                return False
+            self.restarted = True
+            # The old client is not closed: calls in flight on it in other threads fail on their own (the
+            # server is gone) rather than on a socket closed under them; it is closed when they let it go.
+            self._connect(server.restart())
+            self._connections += 1
+            return True
 
     def close(self) -> None:
         try:
@@ -177,9 +195,10 @@ class FalkorDBStore(GraphStore):
                 self.server = None
 
     def _unavailable(self, exc: BaseException) -> GraphUnavailableError:
-        hint = (
-            f"; clinrag's own server has stopped again after one restart: see its log {self.server.log_path}"
-            if self.server is not None and self.restarted
-            else ""
-        )
-        return GraphUnavailableError(f"FalkorDB at {self.url} is not reachable ({exc}){hint}")
+        message = f"FalkorDB at {self.url} is not reachable ({exc})"
+        server = self.server
+        if server is not None and self.restarted and not server.running():
+            message += (
+                f"; clinrag's own server has stopped again after one restart: see its log {server.log_path}"
+            )
+        return GraphUnavailableError(message)

@@ -17,12 +17,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clinrag.core.errors import DataFormatError, IndexMismatchError, InvalidInputError
+from clinrag.core.files import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, os_reason, private_dir
 
 # Bump when the on-disk layout of any index kind changes; older directories are then refused, not misread.
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 
 IndexKind = Literal["dense", "lexical", "concept"]
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
 
 
 class Manifest(BaseModel):
@@ -133,7 +135,8 @@ def write_text_atomic(path: Path, text: str) -> None:
     the old file or the new one, never an empty or half-written one."""
     staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex}"
     try:
-        with staging.open("w", encoding="utf-8") as handle:
+        # owner-only, like every file that may hold patients' words (a base, a run's config, a report)
+        with os.fdopen(os.open(staging, _NEW_FILE, PRIVATE_FILE_MODE), "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -174,9 +177,12 @@ def atomic_directory(target: Path) -> Iterator[Path]:
     target = Path(target)
     if target.exists() and not target.is_dir():
         raise InvalidInputError(f"{target} exists and is not a directory; refusing to replace it")
-    target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
-    staging.mkdir()
+    try:
+        private_dir(target.parent)
+        staging.mkdir(mode=PRIVATE_DIR_MODE)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write {target}: {os_reason(exc)}") from exc
     try:
         yield staging
         _fsync_tree(staging)

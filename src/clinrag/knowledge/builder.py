@@ -17,6 +17,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from clinrag.core.errors import ConfigError, InvalidInputError
+from clinrag.core.files import private_dir
 from clinrag.embed.base import Embedder
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.items import SourceItem
@@ -93,7 +94,7 @@ class KnowledgeBaseBuilder:
             raise InvalidInputError(f"duplicate item ids across the sources: {', '.join(duplicates[:5])}")
 
         pending = [item for item in items if item.id not in done]
-        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(checkpoint.parent)  # in clinrag's home by default: created owner-only
         if not checkpoint.exists():
             checkpoint.write_text(json.dumps({"settings": self._settings()}) + "\n", encoding="utf-8")
         with (

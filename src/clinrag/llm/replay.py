@@ -12,6 +12,7 @@ from pathlib import Path
 
 from clinrag.core.backends import CHAT_BACKENDS
 from clinrag.core.errors import ConfigError, ReplayMissError
+from clinrag.core.files import os_reason, private_dir, private_file
 from clinrag.core.settings import Settings
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
 
@@ -69,7 +70,11 @@ class RecordingChatModel(ChatModel):
         self.backend = inner.backend
         self.model = inner.model
         self.max_prompt_chars = inner.max_prompt_chars
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:  # the recording holds full prompts: patients' words
+            private_dir(path.parent)
+            private_file(path)
+        except OSError as exc:
+            raise ConfigError(f"cannot write the recording {path}: {os_reason(exc)}") from exc
         self._known = set(_read_recording(path))
         self._lock = threading.Lock()
 

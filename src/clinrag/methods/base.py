@@ -9,10 +9,11 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from clinrag.core.buildcache import BuildCache
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case
 from clinrag.core.settings import Settings
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 
 
 T = TypeVar("T")
+SHARED_PARTS = 4  # heavy parts a context's cache keeps by default
+SHOWN_PROBLEMS = 10  # an error names this many invalid parameters, then counts the rest
 
 
 class Method(ABC):
@@ -81,8 +84,29 @@ class MethodConfig(BaseModel):
         try:
             return cls(**params)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise InvalidInputError(f"invalid {cls.method_name} parameters: {problems}") from None
+            errors = exc.errors()
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" if e["loc"] else e["msg"]
+                for e in errors[:SHOWN_PROBLEMS]
+            )
+            more = f"; and {len(errors) - SHOWN_PROBLEMS} more" if len(errors) > SHOWN_PROBLEMS else ""
+            raise InvalidInputError(f"invalid {cls.method_name} parameters: {problems}{more}") from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_booleans_as_numbers(cls, values: Any) -> Any:
+        """`true` is not the number 1: a boolean given for a numeric parameter is refused."""
+        if isinstance(values, dict):
+            for name, value in values.items():
+                field = cls.model_fields.get(name)
+                if isinstance(value, bool) and field is not None and _numeric(field.annotation):
+                    raise ValueError(f"{name}: expected a number, got {str(value).lower()}")
+        return values
+
+
+def _numeric(annotation: object) -> bool:
+    """An int or float field, optional or not."""
+    return annotation in (int, float) or any(a in (int, float) for a in get_args(annotation))
 
 
 @dataclass
@@ -92,7 +116,9 @@ class MethodContext:
     `labels` maps each of its record ids to labels in the cases' answer space; `patient_base` is the same
     records as a saved base whose narratives are already embedded, when there is one. `corpora` and `graphs`
     record every knowledge base and graph the method was given (what it may retrieve from), for the
-    evaluation's overlap check and report."""
+    evaluation's overlap check and report. `shared` holds the heavy parts a method builds from data (a
+    loaded knowledge base, the consultation's disease model): contexts given the same cache share them, so
+    methods that differ only in light parameters cost one copy."""
 
     settings: Settings
     params: dict[str, Any] = field(default_factory=dict)
@@ -104,6 +130,7 @@ class MethodContext:
     knowledge: KnowledgeBase | None = None  # a loaded base used where a method is given no path
     corpora: list[KnowledgeBase] = field(default_factory=list)
     graphs: list[str | None] = field(default_factory=list)  # their URIs (None: clinrag's own server)
+    shared: BuildCache[Any] = field(default_factory=lambda: BuildCache(SHARED_PARTS))
 
     def similar_patients(self) -> SimilarPatients:
         """Similar-patient search over the experience (the saved base's index when there is one)."""
@@ -137,7 +164,11 @@ class MethodContext:
                     f"no knowledge base at {directory}: build one with `clinrag kb build` and pass "
                     f"--param {param}=PATH or set CLINRAG_KB_PATH{hint}"
                 )
-            base = KnowledgeBase.load(directory, self.embedder)
+            embedder = self.embedder
+            base = self.shared.get(
+                ("knowledge-base", directory.resolve(), id(embedder)),
+                lambda: KnowledgeBase.load(directory, embedder),
+            )
         self.corpora.append(base)
         return base
 

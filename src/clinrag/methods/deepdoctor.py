@@ -29,6 +29,7 @@ from clinrag.methods.answering import AnswerMode, answer_case
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.evidence_pack import EvidencePack, graph_evidence, mesh_evidence
 from clinrag.methods.registry import register
+from clinrag.methods.resources import DataPath, GraphUri
 from clinrag.tasks.render import case_text
 from clinrag.tasks.templates import task_prompt
 from clinrag.terms.mesh_mapper import MeshMapper
@@ -46,8 +47,8 @@ class DeepDoctorConfig(MethodConfig):
 
     method_name: ClassVar[str] = "deepdoctor"
 
-    graph: str | None = None  # a graph URI (else CLINRAG_GRAPH_URI, else clinrag's own server)
-    mesh: str | None = None  # a MeSH index (else <CLINRAG_HOME>/mesh/mesh.sqlite when it exists)
+    graph: GraphUri | None = None  # a graph URI (else CLINRAG_GRAPH_URI, else clinrag's own server)
+    mesh: DataPath | None = None  # a MeSH index (else <CLINRAG_HOME>/mesh/mesh.sqlite when it exists)
     prompt: Literal["strict", "unstrict"] = "strict"
     answer: AnswerMode = "score"
     max_rounds: int = Field(default=3, ge=1, le=10)

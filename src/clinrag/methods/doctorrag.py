@@ -42,6 +42,7 @@ from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.context import ClinicalContext
 from clinrag.methods.medtextgrad import EarlyStop, MedTextGrad, MedTextGradConfig
 from clinrag.methods.registry import register
+from clinrag.methods.resources import DataPath
 from clinrag.patients.similarity import Neighbours, SimilarPatients, patient_evidence
 from clinrag.tasks.citations import cited_ids
 from clinrag.tasks.render import case_text
@@ -55,7 +56,7 @@ class DoctorRAGConfig(MethodConfig):
 
     method_name: ClassVar[str] = "doctorrag"
 
-    kb: str | None = None  # a knowledge base directory (else CLINRAG_KB_PATH)
+    kb: DataPath | None = None  # a knowledge base directory (else CLINRAG_KB_PATH)
     k_statements: int = Field(default=5, ge=1)
     k_patients: int = Field(default=3, ge=1)  # similar patients shown in the prompt
     # Similar patients whose labels form the experience prior: 3-5 were best for the label vote on a DDXPlus

@@ -24,6 +24,7 @@ from clinrag.methods.answering import option_key
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.evidence_pack import graph_evidence
 from clinrag.methods.registry import register
+from clinrag.methods.resources import GraphUri
 
 YES = " Yes"
 
@@ -33,7 +34,7 @@ class GraphInferConfig(MethodConfig):
 
     method_name: ClassVar[str] = "graph-infer"
 
-    graph: str | None = None  # a graph URI (else CLINRAG_GRAPH_URI, else clinrag's own server)
+    graph: GraphUri | None = None  # a graph URI (else CLINRAG_GRAPH_URI, else clinrag's own server)
     min_match_count: int = Field(default=1, ge=1)
     top_k_items: int = Field(default=TOP_K_MAX, ge=1, le=TOP_K_MAX)  # diseases the action returns
     fuzzy_threshold: float = Field(default=88.0, gt=0, le=100)

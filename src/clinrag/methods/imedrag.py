@@ -29,6 +29,7 @@ from clinrag.methods.answering import AnswerMode, answer_case, complete
 from clinrag.methods.base import Method, MethodConfig, MethodSpec
 from clinrag.methods.rag import DocumentRetriever, answer_query, build_retriever
 from clinrag.methods.registry import register
+from clinrag.methods.resources import DataPath
 from clinrag.tasks.render import case_text, options_block
 from clinrag.tasks.templates import task_prompt
 
@@ -61,7 +62,7 @@ class IMedRAGConfig(MethodConfig):
 
     method_name: ClassVar[str] = "imedrag"
 
-    corpus: str | None = None  # a knowledge base directory (else CLINRAG_KB_PATH)
+    corpus: DataPath | None = None  # a knowledge base directory (else CLINRAG_KB_PATH)
     iterations: int = Field(default=2, ge=1, le=10)  # m
     queries: int = Field(default=2, ge=1, le=10)  # n per iteration
     k: int = Field(default=5, ge=1, le=64)  # documents retrieved per query (N)

@@ -25,6 +25,7 @@ from clinrag.llm.base import ChatModel, ChatRequest
 from clinrag.methods.answering import AnswerMode, Ledger, answer_case, complete
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.registry import register
+from clinrag.methods.resources import DataPath
 from clinrag.tasks.render import case_text
 from clinrag.tasks.templates import task_prompt
 
@@ -44,7 +45,7 @@ class RAGConfig(MethodConfig):
 
     method_name: ClassVar[str] = "rag"
 
-    corpus: str | None = None  # a knowledge base directory (else CLINRAG_KB_PATH)
+    corpus: DataPath | None = None  # a knowledge base directory (else CLINRAG_KB_PATH)
     k: int = Field(default=5, ge=1, le=64)  # documents retrieved (MedRAG's N)
     retriever: SearchMode = "rrf"
     answer: AnswerMode = "score"  # options: by likelihood, or generated and parsed

@@ -426,8 +426,9 @@ def load_patient_dataset(
     if path is None:
         raise InvalidInputError(f"a path is required for the {dataset} dataset")
     if dataset == "ddxplus":
-        folder = path if path.is_dir() else path.parent
-        patients_csv = path if path.is_file() else folder / "test_patients_mini.csv"
+        # the error names the path given, or the file missing from the folder given
+        patients_csv = data_file(path, "test_patients_mini.csv")
+        folder = patients_csv.parent
         return load_ddxplus(
             patients_csv, folder / "release_evidences.json", folder / "release_conditions.json"
         )

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clinrag.core.errors import DataFormatError, IndexMismatchError
+from clinrag.core.files import private_dir
 from clinrag.terms.mesh_names import normalize, singular, token_key
 from clinrag.terms.mesh_sources import (
     Descriptor,
@@ -203,7 +204,7 @@ def build_mesh_index(
         if current and not force:
             say(f"{out} is up to date with its sources")
             return _report(existing, out, skipped=True, seconds=time.perf_counter() - started)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(out.parent)  # in clinrag's home by default: created owner-only
     temporary = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")
     try:
         db = sqlite3.connect(temporary, isolation_level=None)

@@ -19,6 +19,7 @@ import pytest
 import uvicorn
 
 from clinrag.app.web.api import create_app
+from clinrag.app.web.server import server_config
 from clinrag.app.web.services import ConsultService, DdxService
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
@@ -64,11 +65,13 @@ def ddxplus_interactive(data_dir: Path) -> Dataset:
 
 @pytest.fixture(scope="session")
 def ddx_service(data_dir: Path, minilm_embedder) -> DdxService:
-    return DdxService.from_ddxplus(data_dir / "ddxplus", minilm_embedder)
+    return DdxService.from_ddxplus(data_dir / "ddxplus", minilm_embedder, Settings())
 
 
 def start_server(app) -> tuple[uvicorn.Server, threading.Thread, str]:
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    """The app served as `clinrag serve` serves it (its connection limits included), on a free port."""
+    settings = app.state.consult.settings
+    server = uvicorn.Server(server_config(app, settings, "127.0.0.1", 0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

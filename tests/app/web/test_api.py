@@ -48,10 +48,11 @@ def test_consult_returns_the_answer_with_evidence_that_resolves(live) -> None:
     kinds = {e["kind"] for e in answer["evidence"]}
     assert kinds == {"statement", "patient"}
     assert answer["trace"]["steps"][0]["name"] == "retrieve"
+    under = f"{live.url}/v1/answers/{answer['case_id']}/evidence"
     for item in answer["evidence"]:
-        resolved = httpx.get(f"{live.url}/v1/evidence/{quote(item['id'], safe='')}")
+        resolved = httpx.get(f"{under}/{quote(item['id'], safe='')}")
         assert resolved.status_code == 200 and resolved.json() == item
-    missing = httpx.get(f"{live.url}/v1/evidence/kb:nothing-like-this")
+    missing = httpx.get(f"{under}/kb:nothing-like-this")
     assert missing.status_code == 404 and "no evidence" in missing.json()["error"]
 
 
@@ -146,7 +147,7 @@ def test_a_consultation_session_asks_refines_and_does_not_ask_again(consult_read
     assert ranked(new) != ranked(report)
     assert httpx.get(f"{url}/v1/consult/sessions/{session}").json() == after
     for item in after["evidence"][:20]:
-        resolved = httpx.get(f"{url}/v1/evidence/{quote(item['id'], safe='')}")
+        resolved = httpx.get(f"{url}/v1/consult/sessions/{session}/evidence/{quote(item['id'], safe='')}")
         assert resolved.status_code == 200 and resolved.json() == item
     doubt = new["questions"][0]["concept"]
     unsure = httpx.post(

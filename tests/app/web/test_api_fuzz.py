@@ -23,7 +23,8 @@ OPERATIONS = [
     "POST /v1/ddx/sessions",
     "GET /v1/ddx/sessions/{session_id}",
     "POST /v1/ddx/sessions/{session_id}/answer",
-    "GET /v1/evidence/{evidence_id}",
+    "GET /v1/answers/{answer_id}/evidence/{evidence_id}",
+    "GET /v1/consult/sessions/{session_id}/evidence/{evidence_id}",
 ]
 
 

@@ -1,10 +1,12 @@
 """The FastAPI application: the JSON API under /v1, the web UI, /healthz and the OpenAPI docs (served from
 local files, no CDN).
 
-Errors are JSON `{"error": ..., "detail": ...}`: 401 without the token, 413 for a body over the limit, 422
-for invalid input (a malformed body, an unknown method, a method that cannot be built as asked), 404 for an
-unknown session or evidence id, 503 when a model or the graph is unavailable, 504 past the per-request
-timeout. Logs name the method, sizes, status and time; patient text only with `api_log_text`."""
+Errors are JSON `{"error": ..., "detail": ...}`: 400 for a Host the server does not answer to, 401 without
+the token, 403 for a change posted from another site's page, 413 for a body over the limit, 422 for invalid
+input (a malformed body, an unknown method, a method that cannot be built as asked, a file or graph the
+operator did not allow), 404 for an unknown session, answer or evidence id, 503 when a model or the graph is
+unavailable, 504 past the per-request timeout. Evidence resolves only under the answer or session that gave
+it. Logs name the method, sizes, status and time; patient text only with `api_log_text`."""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ from clinrag.app.web.schemas import (
     ErrorOut,
     Health,
 )
-from clinrag.app.web.security import BodyLimit, check_token
+from clinrag.app.web.security import BodyLimit, HostGuard, RequestDeadline, check_token, configured_token
 from clinrag.app.web.services import ConsultService, ConsultSessions, DdxService
 from clinrag.app.web.ui import mount_ui, token_page
 from clinrag.core.errors import (
@@ -49,11 +51,12 @@ from clinrag.core.errors import (
     ConfigError,
 )
 from clinrag.core.models import STEP_LISTENER, Answer, Evidence, TraceStep
+from clinrag.methods.base import SHOWN_PROBLEMS
 
 
 def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAPI:
     settings = consult.settings
-    token = settings.api_token.get_secret_value() if settings.api_token else None
+    token = configured_token(settings.api_token)
     app = FastAPI(
         title="clinrag",
         description="Doctor-like medical reasoning with evidence: consultations, interactive differentials.",
@@ -61,7 +64,10 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
         redoc_url=None,
         openapi_url=None,
     )
+    # The last added runs first: the Host and Origin are checked before anything is read or timed.
+    app.add_middleware(RequestDeadline, seconds=settings.api_timeout_s)
     app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
+    app.add_middleware(HostGuard, allowed_hosts=settings.api_allowed_hosts)
     sessions = ConsultSessions(consult)
     app.state.consult, app.state.sessions, app.state.ddx = consult, sessions, ddx
 
@@ -76,10 +82,14 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
         problems = [
-            {"where": ".".join(map(str, e.get("loc", ()))), "problem": e.get("msg", "")} for e in exc.errors()
+            {"where": ".".join(map(str, e.get("loc", ()))), "problem": e.get("msg", "")}
+            for e in errors[:SHOWN_PROBLEMS]
         ]
         summary = "; ".join(f"{p['where']}: {p['problem']}" for p in problems[:5])
+        if len(errors) > len(problems):
+            summary += f"; and {len(errors) - len(problems)} more"
         return JSONResponse({"error": f"invalid request: {summary}", "detail": problems}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
@@ -108,7 +118,7 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
     async def consult_stream(body: ConsultRequest) -> StreamingResponse:
         """The same as /v1/consult as server-sent events: a `step` event as each step of the method ends,
         then one `answer` (or `error`) event."""
-        await asyncio.to_thread(consult.method, body.method, body.params)  # invalid → 422 before streaming
+        await consult.amethod(body.method, body.params)  # invalid → 422 before streaming
         return StreamingResponse(_events(body), media_type="text/event-stream")
 
     @app.post(
@@ -122,13 +132,13 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
         """Start an interactive consultation from the patient's words (the `consult` method, no model): the
         reply holds the findings, the differential, the next questions (with their concept ids), the next
         steps and the composed answer."""
-        session_id, session = await asyncio.to_thread(sessions.start, body.text, body.language, body.params)
-        return await asyncio.to_thread(consult_view, consult, session_id, session)
+        session_id, session = await sessions.start(body.text, body.language, body.params)
+        return await consult_view(sessions, session_id, session)
 
     @app.get("/v1/consult/sessions/{session_id}", response_model=ConsultSessionOut, responses=ERRORS)
     async def consult_session_get(session_id: str, _: None = Depends(authorized)) -> ConsultSessionOut:
         session = find_session(sessions, session_id)
-        return await asyncio.to_thread(consult_view, consult, session_id, session)
+        return await consult_view(sessions, session_id, session)
 
     @app.post(
         "/v1/consult/sessions/{session_id}/answer",
@@ -140,8 +150,18 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
         """Answer a question about a finding (yes / no / unknown); the reply is the updated consultation, in
         which that finding is no longer asked about."""
         session = find_session(sessions, session_id)
-        sessions.answer(session, body.concept, body.answer)
-        return await asyncio.to_thread(consult_view, consult, session_id, session)
+        await sessions.answer(session_id, session, body.concept, body.answer)
+        return await consult_view(sessions, session_id, session)
+
+    @app.get(
+        "/v1/consult/sessions/{session_id}/evidence/{evidence_id:path}",
+        response_model=Evidence,
+        responses=ERRORS,
+        dependencies=[Depends(authorized)],
+    )
+    async def consult_session_evidence(session_id: str, evidence_id: str) -> Evidence:
+        """An evidence item the session's consultation cites, as it last stood."""
+        return _resolve(find_session(sessions, session_id).evidence, evidence_id, "this consultation")
 
     @app.post(
         "/v1/ddx/sessions",
@@ -171,21 +191,21 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
         """Answer the pending question; the reply holds the updated differential and the next question."""
         service = _ddx()
         session = find_session(service, session_id)
-        service.interactive.answer(session, body.answer, body.values)
+        service.answer(session_id, session, body.answer, body.values)
         return session_view(service, session_id, session)
 
     @app.get(
-        "/v1/evidence/{evidence_id:path}",
+        "/v1/answers/{answer_id}/evidence/{evidence_id:path}",
         response_model=Evidence,
         responses=ERRORS,
         dependencies=[Depends(authorized)],
     )
-    async def evidence(evidence_id: str) -> Evidence:
-        """An evidence item of an answer this server gave."""
-        item = consult.evidence.get(evidence_id)
-        if item is None:
-            raise HTTPException(404, f"no evidence {evidence_id!r} in the answers this server has given")
-        return item
+    async def answer_evidence(answer_id: str, evidence_id: str) -> Evidence:
+        """An evidence item of an answer this server gave (`answer_id` is the answer's `case_id`)."""
+        items = consult.answers.get(answer_id)
+        if items is None:
+            raise HTTPException(404, f"no answer {answer_id!r} (answers are kept in memory for a while)")
+        return _resolve(items, evidence_id, "this answer")
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(authorized)])
     async def openapi() -> dict[str, Any]:
@@ -233,6 +253,12 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
                 yield f"event: {kind}\ndata: {json.dumps(jsonable_encoder(data))}\n\n"
         finally:
             task.cancel()
+
+    def _resolve(items: dict[str, Evidence], evidence_id: str, where: str) -> Evidence:
+        item = items.get(evidence_id)
+        if item is None:
+            raise HTTPException(404, f"no evidence {evidence_id!r} in {where}")
+        return item
 
     def _ddx() -> DdxService:
         if ddx is None:

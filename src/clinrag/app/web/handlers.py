@@ -23,8 +23,15 @@ from clinrag.app.web.schemas import (
     ErrorOut,
 )
 from clinrag.app.web.security import Unauthorized
-from clinrag.app.web.services import ANSWER_STATUS, ConsultService, ConsultSession, DdxService
+from clinrag.app.web.services import (
+    ANSWER_STATUS,
+    ConsultService,
+    ConsultSession,
+    ConsultSessions,
+    DdxService,
+)
 from clinrag.core.errors import (
+    BuildsBusyError,
     ClinragError,
     ConfigError,
     DataFormatError,
@@ -51,6 +58,7 @@ STATUS = {
     ModelUnavailableError: 503,
     GraphUnavailableError: 503,
     ConfigError: 503,
+    BuildsBusyError: 503,
     ModelRequestError: 502,
 }
 
@@ -79,7 +87,7 @@ async def answer_request(consult: ConsultService, body: ConsultRequest) -> Answe
     settings = consult.settings
     try:
         case = Case(
-            id=f"api-{uuid.uuid4().hex[:12]}",
+            id=f"api-{uuid.uuid4().hex}",  # also the key its evidence is resolved by: not guessable
             language=body.language,
             task=body.task,
             question=body.text,
@@ -95,6 +103,9 @@ async def answer_request(consult: ConsultService, body: ConsultRequest) -> Answe
     except TimeoutError:
         status = 504
         raise RequestTimeout(f"the answer took longer than {settings.api_timeout_s:g} s") from None
+    except asyncio.CancelledError:  # the request's deadline (RequestDeadline) ran out first
+        status = 504
+        raise
     except Exception as exc:
         status = error_status(exc)
         raise
@@ -121,10 +132,12 @@ def find_session(service: Sessions[S], session_id: str) -> S:
         raise HTTPException(404, f"no session {session_id!r} (sessions are kept in memory)") from None
 
 
-def consult_view(consult: ConsultService, session_id: str, session: ConsultSession) -> ConsultSessionOut:
-    """The session's consultation as it stands; its evidence is kept so /v1/evidence resolves the ids."""
-    answer = session.answer()
-    consult.remember(answer)
+async def consult_view(
+    sessions: ConsultSessions, session_id: str, session: ConsultSession
+) -> ConsultSessionOut:
+    """The session's consultation as it stands (its evidence is what /v1/consult/sessions/{id}/evidence
+    resolves)."""
+    answer = await sessions.view(session_id, session)
     return ConsultSessionOut(
         session_id=session_id,
         report=ConsultationReport.model_validate(answer.details),

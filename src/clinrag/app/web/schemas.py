@@ -2,16 +2,58 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Evidence, Language, RankedDiagnosis, TaskKind
 from clinrag.methods.consult.report import ConsultationReport
 
 MAX_TEXT_CHARS = 20_000
+MAX_PARAMS_DEPTH = 4  # a method's parameter is a number, a string or a short list: nothing nests deeper
+MAX_PARAMS_CHARS = 20_000
 # An option key or text: something besides blanks.
 OptionText = Annotated[str, StringConstraints(min_length=1, max_length=2_000, pattern=r"\S")]
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+def _bounded(params: dict[str, Any]) -> dict[str, Any]:
+    if _depth(params) > MAX_PARAMS_DEPTH:
+        raise ValueError(f"parameters nest at most {MAX_PARAMS_DEPTH} levels deep")
+    if len(json.dumps(params, default=str)) > MAX_PARAMS_CHARS:
+        raise ValueError(f"parameters take at most {MAX_PARAMS_CHARS} characters as JSON")
+    return params
+
+
+# A method's parameters: small, shallow JSON (a deep or huge value costs the server, never the method).
+Params = Annotated[dict[str, Any], Field(max_length=100), AfterValidator(_bounded)]
+
+
+def parse_params(text: str) -> dict[str, Any]:
+    """A method's parameters typed as JSON text (the web form), refused when malformed or out of bounds."""
+    if len(text) > MAX_PARAMS_CHARS:
+        raise InvalidInputError(f"the parameters take at most {MAX_PARAMS_CHARS} characters")
+    try:
+        params = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"the parameters are not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidInputError(f"the parameters nest at most {MAX_PARAMS_DEPTH} levels deep") from None
+    if not isinstance(params, dict):
+        raise InvalidInputError('the parameters are a JSON object: {"name": value, …}')
+    try:
+        return _bounded(params)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
 
 
 class ConsultRequest(BaseModel):
@@ -21,7 +63,7 @@ class ConsultRequest(BaseModel):
     task: TaskKind = "free_text"
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The case and the question.")
     options: dict[OptionText, OptionText] = Field(default_factory=dict, max_length=100)
-    params: dict[str, Any] = Field(default_factory=dict, description="The method's --param values.")
+    params: Params = Field(default_factory=dict, description="The method's --param values.")
     language: Language = "en"
 
 
@@ -30,7 +72,7 @@ class ConsultStart(BaseModel):
 
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The patient's words.")
     language: Language = "en"
-    params: dict[str, Any] = Field(
+    params: Params = Field(
         default_factory=dict, description="The consult method's --param values (knowledge, patients, ...)."
     )
 

@@ -1,14 +1,18 @@
-"""Request guards: the bearer token and the request size limit."""
+"""Request guards: the bearer token, the Host and Origin of a request, its size and its time."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
+from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 from fastapi import Request
+from pydantic import SecretStr
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from clinrag.core.errors import ClinragError
+from clinrag.core.errors import ClinragError, ConfigError
 
 
 class Unauthorized(ClinragError):
@@ -16,6 +20,22 @@ class Unauthorized(ClinragError):
 
 
 TOKEN_COOKIE = "clinrag_token"
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def configured_token(secret: SecretStr | None) -> str | None:
+    """The bearer token the server requires, None for none. A token that is empty or blank is refused
+    rather than read as "no token": set by mistake, it would switch authentication off."""
+    if secret is None:
+        return None
+    token = secret.get_secret_value()
+    if not token.strip():
+        raise ConfigError(
+            "CLINRAG_API_TOKEN is empty: set a real token, or unset it to serve on loopback only"
+        )
+    if token != token.strip():
+        raise ConfigError("CLINRAG_API_TOKEN begins or ends with white space: set it without")
+    return token
 
 
 def token_matches(given: str, token: str) -> bool:
@@ -79,3 +99,86 @@ class BodyLimit:
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": 413, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+async def _reply(send: Send, status: int, error: str, detail: str) -> None:
+    body = json.dumps({"error": error, "detail": detail}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def host_name(authority: str) -> str:
+    """The host of a Host header or an Origin's authority, without port or IPv6 brackets, lower case."""
+    host = urlsplit(f"//{authority}").hostname
+    return (host or "").lower()
+
+
+class HostGuard:
+    """Answers only requests whose Host is one of `allowed_hosts` ("*": any), so a page whose DNS name an
+    attacker rebinds to this server's address cannot read it (400 otherwise). A request that changes
+    something (POST, …) coming from a browser page of another origin — its Origin is not this Host, or the
+    browser says it is cross-site — is refused with 403, so another site cannot post forms to the server."""
+
+    def __init__(self, app: ASGIApp, allowed_hosts: Sequence[str]) -> None:
+        self.app = app
+        self.any_host = "*" in allowed_hosts
+        self.allowed = {host.strip().strip("[]").lower() for host in allowed_hosts}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {
+            name.decode("latin-1"): value.decode("latin-1") for name, value in scope.get("headers") or []
+        }
+        host = headers.get("host", "")
+        if not self.any_host and host_name(host) not in self.allowed:
+            message = "this server does not answer to that Host (CLINRAG_API_ALLOWED_HOSTS)"
+            await _reply(send, 400, message, "HostGuard")
+            return
+        if scope["method"] in UNSAFE_METHODS and self._cross_site(headers, host):
+            await _reply(send, 403, "a request from another site's page is refused", "HostGuard")
+            return
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    def _cross_site(headers: dict[str, str], host: str) -> bool:
+        if headers.get("sec-fetch-site") == "cross-site":
+            return True
+        origin = headers.get("origin")
+        if origin is None:
+            return False  # not a browser's cross-origin request (browsers send Origin on those)
+        return origin == "null" or urlsplit(origin).netloc.lower() != host.lower()
+
+
+class RequestDeadline:
+    """Bounds every request's time to its first response byte: past `seconds`, the handler is cancelled and
+    the client gets 504. A streamed response, once started, is bounded by its producer."""
+
+    def __init__(self, app: ASGIApp, seconds: float) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+        deadline = asyncio.timeout(self.seconds)
+        try:
+            async with deadline:
+
+                async def timed_send(message: Message) -> None:
+                    nonlocal started
+                    if message["type"] == "http.response.start":
+                        started = True
+                        deadline.reschedule(None)
+                    await send(message)
+
+                await self.app(scope, receive, timed_send)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the handler's own time-out, not this deadline
+            if not started:
+                await _reply(send, 504, f"the request took longer than {self.seconds:g} s", "RequestTimeout")

@@ -24,7 +24,13 @@ from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 
 from clinrag.app.web.handlers import answer_request, consult_view, error_status, session_view
-from clinrag.app.web.schemas import ConsultReply, ConsultRequest, ConsultSessionOut, ConsultStart
+from clinrag.app.web.schemas import (
+    ConsultReply,
+    ConsultRequest,
+    ConsultSessionOut,
+    ConsultStart,
+    parse_params,
+)
 from clinrag.app.web.security import TOKEN_COOKIE, Unauthorized, token_matches
 from clinrag.core.errors import ClinragError
 from clinrag.methods.consult.report import NextStep
@@ -119,7 +125,7 @@ def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
     async def consult_form(request: Request, _: None = Depends(authorized)) -> HTMLResponse:
         form = await _form(request)
         try:
-            params = json.loads(form.get("params") or "{}")
+            params = parse_params(form.get("params") or "{}")
             body = ConsultRequest(
                 text=form.get("text", ""),
                 task=form.get("task") or "free_text",
@@ -127,7 +133,7 @@ def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
                 **({"method": form["method"]} if form.get("method") else {}),
             )
             answer = await answer_request(consult, body)
-        except (ClinragError, ValidationError, json.JSONDecodeError) as exc:
+        except (ClinragError, ValidationError) as exc:
             return page(request, "error.html", message=_message(exc), status=_status(exc))
         return page(request, "answer.html", answer=answer)
 
@@ -137,8 +143,8 @@ def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
         sessions = app.state.sessions
         try:
             body = ConsultStart(text=form.get("text", ""), language=form.get("language") or "en")
-            session_id, session = await asyncio.to_thread(sessions.start, body.text, body.language, {})
-            view = await asyncio.to_thread(consult_view, consult, session_id, session)
+            session_id, session = await sessions.start(body.text, body.language, {})
+            view = await consult_view(sessions, session_id, session)
         except (ClinragError, ValidationError) as exc:
             return page(request, "error.html", message=_message(exc), status=_status(exc))
         return consultation(request, view)
@@ -152,8 +158,8 @@ def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
         try:
             session = sessions.get(session_id)
             reply = ConsultReply(concept=form.get("concept", ""), answer=form.get("answer") or "unknown")
-            sessions.answer(session, reply.concept, reply.answer)
-            view = await asyncio.to_thread(consult_view, consult, session_id, session)
+            await sessions.answer(session_id, session, reply.concept, reply.answer)
+            view = await consult_view(sessions, session_id, session)
         except KeyError:
             message = f"no session {session_id} (it may have expired): start the consultation again"
             return page(request, "error.html", message=message, status=404)
@@ -182,7 +188,7 @@ def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
             session = service.get(session_id) if service else None
             if session is None:
                 raise ClinragError("interactive differentials are not available on this server")
-            service.interactive.answer(session, (raw.get("answer") or ["unknown"])[0], raw.get("values", []))
+            service.answer(session_id, session, (raw.get("answer") or ["unknown"])[0], raw.get("values", []))
         except KeyError:
             return page(
                 request, "error.html", message=f"no session {session_id} (it may have expired)", status=404
@@ -214,8 +220,6 @@ async def _form(request: Request) -> dict[str, str]:
 def _message(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())
-    if isinstance(exc, json.JSONDecodeError):
-        return f"the parameters are not valid JSON: {exc}"
     return str(exc)
 
 

@@ -5,7 +5,7 @@ of advice ("see a doctor") rests on no evidence and says so by its kind. No mode
 from __future__ import annotations
 
 from clinrag.core.models import Language
-from clinrag.methods.consult.report import ConsultationReport, DiagnosisOut, NextStep, Sentence
+from clinrag.methods.consult.report import ConsultationReport, DiagnosisOut, FindingOut, NextStep, Sentence
 from clinrag.methods.consult.statements import quote
 
 SHOWN_DIAGNOSES = 3
@@ -18,6 +18,8 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "for": "for {duration}",
         "absent": "You do not report {items}.",
         "uncertain": "You are not sure about {items}.",
+        "contradiction": "You both report and deny {items} ({quotes}); this is counted as uncertain.",
+        "quote": "“{text}”",
         "differential": "From the disease knowledge, these findings fit best with {ranked}.",
         "statement": "The knowledge base says about {name}: “{text}”",
         "support": "{name} is suggested by {supporting}.",
@@ -48,6 +50,9 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "for": "depuis {duration}",
         "absent": "Vous ne signalez pas : {items}.",
         "uncertain": "Vous n'êtes pas sûr(e) de : {items}.",
+        "contradiction": "Vous signalez et niez à la fois : {items} ({quotes}) ; c'est donc considéré "
+        "comme incertain.",
+        "quote": "« {text} »",
         "differential": "D'après les connaissances sur les maladies, ces signes correspondent le mieux à "
         "{ranked}.",
         "statement": "La base de connaissances dit de {name} : « {text} »",
@@ -81,6 +86,8 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "for": "持续{duration}",
         "absent": "您没有：{items}。",
         "uncertain": "您不确定是否有：{items}。",
+        "contradiction": "您既提到又否认{items}（{quotes}），因此视为不确定。",
+        "quote": "“{text}”",
         "differential": "根据疾病知识，这些表现最符合{ranked}。",
         "statement": "知识库关于{name}：“{text}”",
         "support": "支持{name}的表现：{supporting}。",
@@ -186,21 +193,39 @@ def experience_sentence(patients: int | None, language: Language) -> str:
 def _findings(report: ConsultationReport, t: dict[str, str]) -> list[Sentence]:
     sentences = []
     for status, key in (("present", "present"), ("absent", "absent"), ("uncertain", "uncertain")):
-        found = [f for f in report.findings if f.status == status]
+        found = [f for f in report.findings if f.status == status and f.contradiction is None]
         if not found:
             continue
-        items = _join(
-            [f.name.lower() if f.name[:1].isupper() and f.name[1:2].islower() else f.name for f in found], t
-        )
         template = t["present_for"] if status == "present" and report.duration else t[key]
         sentences.append(
             Sentence(
-                text=template.format(items=items, duration=report.duration),
+                text=template.format(items=_names(found, t), duration=report.duration),
+                evidence=[f.evidence for f in found],
+                kind="finding",
+            )
+        )
+    # the findings the text says both ways, one sentence for each set of sentences quoted
+    contradicted: dict[tuple[str, ...], list[FindingOut]] = {}
+    for finding in report.findings:
+        if finding.contradiction is not None:
+            said = (*finding.contradiction.stated, *finding.contradiction.denied)
+            contradicted.setdefault(tuple(dict.fromkeys(said)), []).append(finding)
+    for said, found in contradicted.items():
+        quotes = "; ".join(t["quote"].format(text=sentence) for sentence in said)
+        sentences.append(
+            Sentence(
+                text=t["contradiction"].format(items=_names(found, t), quotes=quotes),
                 evidence=[f.evidence for f in found],
                 kind="finding",
             )
         )
     return sentences
+
+
+def _names(findings: list[FindingOut], t: dict[str, str]) -> str:
+    return _join(
+        [f.name.lower() if f.name[:1].isupper() and f.name[1:2].islower() else f.name for f in findings], t
+    )
 
 
 def _support(diagnosis: DiagnosisOut, t: dict[str, str]) -> list[Sentence]:

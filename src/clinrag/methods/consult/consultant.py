@@ -18,8 +18,14 @@ from clinrag.graph.schema import Relation
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.methods.consult.compose import TEMPLATES, compose, experience_sentence
 from clinrag.methods.consult.differential import Differential
-from clinrag.methods.consult.findings import Duration, FindingExtractor, Findings, FindingStatus
-from clinrag.methods.consult.questions import next_questions
+from clinrag.methods.consult.findings import (
+    Contradiction,
+    Duration,
+    FindingExtractor,
+    Findings,
+    FindingStatus,
+)
+from clinrag.methods.consult.questions import Question, next_questions, question_about
 from clinrag.methods.consult.report import (
     ConsultationReport,
     DiagnosisOut,
@@ -51,6 +57,15 @@ class ConsultState:
         """Concept id → (status, the words it was said in); the latest word on a concept wins."""
         said = {f.concept_id: (f.status, f.text) for f in self.findings.findings}
         return said | {concept: (status, "") for concept, status in self.answered}
+
+    def contradictions(self) -> dict[str, Contradiction]:
+        """Concept id → how the text both states and denies it, while no answer has settled it."""
+        answered = {concept for concept, _ in self.answered}
+        return {
+            f.concept_id: f.contradiction
+            for f in self.findings.findings
+            if f.contradiction is not None and f.concept_id not in answered
+        }
 
     def known(self) -> dict[str, bool]:
         """Concept id → present / absent (uncertain findings are left out)."""
@@ -103,8 +118,9 @@ class Consultant:
         """The consultation as data, and every piece of evidence its sentences cite."""
         evidence: dict[str, Evidence] = {}
         said = state.statuses()
+        contradicted = state.contradictions()
         findings = [
-            self._finding(self.concepts[concept], status, text, evidence)
+            self._finding(self.concepts[concept], status, text, contradicted.get(concept), evidence)
             for concept, (status, text) in said.items()
         ]
         extracted = state.findings
@@ -121,6 +137,13 @@ class Consultant:
         if not any(known.values()):
             report.abstained = True
             report.abstention_reason = "no finding the patient has was understood"
+            # what the text both states and denies may be all there is to go on: ask it back
+            prior = self.differential.posterior({}, extracted.sex)
+            asked_back = [
+                question_about(self.differential, prior, concept, self.concepts[concept].name)
+                for concept in contradicted
+            ]
+            report.questions = self._question_outs(asked_back[: self.questions], prior, language, evidence)
         else:
             posterior = self.differential.posterior(known, extracted.sex)
             order = np.argsort(-posterior, kind="stable")[: self.diagnoses]
@@ -130,7 +153,8 @@ class Consultant:
             ]
             for diagnosis in report.differential[:STEP_DIAGNOSES]:
                 diagnosis.statements = self._statements(diagnosis, state.exclude, evidence)
-            report.questions = self._questions(posterior, said, language, evidence)
+            # what the text says both ways is asked again; what was answered, or said once, is not
+            report.questions = self._questions(posterior, said.keys() - contradicted, language, evidence)
             report.next_steps = self._steps(report.differential[:STEP_DIAGNOSES], evidence)
             top = report.differential[0].probability
             if top < self.abstain_below:
@@ -142,18 +166,37 @@ class Consultant:
         return report, list(evidence.values())
 
     def _finding(
-        self, concept: Concept, status: FindingStatus, text: str, evidence: dict[str, Evidence]
+        self,
+        concept: Concept,
+        status: FindingStatus,
+        text: str,
+        contradiction: Contradiction | None,
+        evidence: dict[str, Evidence],
     ) -> FindingOut:
+        said = f" (“{text}”)" if text else " (answered)"
+        if contradiction is not None:
+            said = f" (stated: {_quoted(contradiction.stated)}; denied: {_quoted(contradiction.denied)})"
         item = Evidence(
             id=f"finding:{concept.id}",
             kind="term",
-            text=f"{display_name(concept)}: {status}" + (f" (“{text}”)" if text else " (answered)"),
+            text=f"{display_name(concept)}: {status}{said}",
             source="patient",
-            provenance={"concept": concept.id, "status": status, "text": text, "ids": list(concept.ids)},
+            provenance={
+                "concept": concept.id,
+                "status": status,
+                "text": text,
+                "ids": list(concept.ids),
+                **({"contradiction": contradiction.model_dump()} if contradiction is not None else {}),
+            },
         )
         evidence[item.id] = item
         return FindingOut(
-            concept=concept.id, name=display_name(concept), status=status, text=text, evidence=item.id
+            concept=concept.id,
+            name=display_name(concept),
+            status=status,
+            text=text,
+            evidence=item.id,
+            contradiction=contradiction,
         )
 
     def _diagnosis(
@@ -205,9 +248,19 @@ class Consultant:
     def _questions(
         self, posterior: np.ndarray, asked: Collection[str], language: Language, evidence: dict[str, Evidence]
     ) -> list[QuestionOut]:
+        questions = next_questions(self.differential, posterior, asked, self.questions)
+        return self._question_outs(questions, posterior, language, evidence)
+
+    def _question_outs(
+        self,
+        questions: list[Question],
+        posterior: np.ndarray,
+        language: Language,
+        evidence: dict[str, Evidence],
+    ) -> list[QuestionOut]:
         chosen = []
         leading = np.argsort(-posterior, kind="stable")[:STEP_DIAGNOSES]
-        for question in next_questions(self.differential, posterior, asked, self.questions):
+        for question in questions:
             concept = self.concepts[question.concept]
             cited = [
                 self._fact(self.differential.model.diseases[row], Relation.HAS_SYMPTOM, listed, evidence)
@@ -276,6 +329,10 @@ def display_name(concept: Concept) -> str:
     if lay is None and concept.name.rstrip().endswith("?") and concept.synonyms:
         lay = concept.synonyms[0]
     return plain(lay or concept.name)
+
+
+def _quoted(sentences: list[str]) -> str:
+    return ", ".join(f"“{sentence}”" for sentence in sentences)
 
 
 def plain(name: str) -> str:

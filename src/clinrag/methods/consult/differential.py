@@ -179,6 +179,17 @@ class Differential:
         )
         self._silence: np.ndarray | None = None  # the sum over every finding counted, when first needed
 
+    def with_mention_rate(self, mention_rate: float) -> Differential:
+        """This differential with another mention rate; the tables built from the knowledge are shared."""
+        if mention_rate == self.mention_rate:
+            return self
+        if not 0 <= mention_rate < 1:
+            raise ValueError(f"mention_rate must be in [0, 1), got {mention_rate}")
+        other = copy.copy(self)
+        other.mention_rate = mention_rate
+        other._silence = None
+        return other
+
     def leaving_out(self, record_id: str) -> Differential:
         """This differential with one past patient left out of its experience (leave-case-out)."""
         if self.experience is None or record_id not in self.experience.contributions:

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from clinrag.core.errors import DataFormatError
+from clinrag.core.errors import ConfigError, DataFormatError
+from clinrag.core.files import os_reason, private_dir
 from clinrag.graph.importers import read_source
 from clinrag.graph.importers.records import SourceRecords
 from clinrag.graph.schema import Relation
@@ -89,15 +90,18 @@ class DiseaseModel:
             except _StaleModel:
                 pass  # saved by an earlier clinrag: read again below
         model = cls.read(specs)
-        directory.mkdir(parents=True, exist_ok=True)
-        write_json(
-            path,
-            {
-                "format": FORMAT_VERSION,
-                "specs": model.specs,
-                "diseases": [asdict(d) for d in model.diseases],
-            },
-        )
+        try:
+            private_dir(directory)  # in clinrag's home: owner-only
+            write_json(
+                path,
+                {
+                    "format": FORMAT_VERSION,
+                    "specs": model.specs,
+                    "diseases": [asdict(d) for d in model.diseases],
+                },
+            )
+        except OSError as exc:
+            raise ConfigError(f"cannot save the disease model in {directory}: {os_reason(exc)}") from exc
         return model
 
     @classmethod

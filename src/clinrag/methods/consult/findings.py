@@ -6,7 +6,8 @@ lay constructions ("pain on the right side of my chest when I breathe" → pleur
 embedder, a clause left without a mention is matched by meaning to the concepts with a lay name ("it burns
 when I pee" → painful urination): cosine of its embedding with their names and short synonyms. Negation,
 hedging and findings of someone else ("my wife has a fever") are NegEx scopes (negspacy) with patient-language
-cue lists; the measurement that chose this over medspaCy's ConText is in the module's test file."""
+cue lists; the measurement that chose this over medspaCy's ConText is in the module's test file. A finding the
+text both states and denies is uncertain, and quotes the sentences that do."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ Sex = Literal["female", "male"]
 Onset = Literal["sudden", "gradual"]
 MAX_TEXT_CHARS = 20_000
 LABEL = "FINDING"
-CONTEXT_PIPES = ("negation", "hedging", "someone_else")
+CONTEXT_PIPES = ("negation", "hedging", "someone_else", "exclusion")
 
 # --- negation, hedging, someone else's finding: NegEx cue lists ------------------------------------------
 _NEGATION = termset("en_clinical")
@@ -131,6 +132,15 @@ _SOMEONE_ELSE = {
             for whose in ("i", "my")
         ),
     ],
+}
+
+# "No other pain", "no pain elsewhere": a denial of what was not said already, which contradicts none of what
+# was ("I have chest pain. No other pain.").
+_EXCLUSION = {
+    "pseudo_negations": [],
+    "preceding_negations": ["other"],
+    "following_negations": ["else", "elsewhere", "besides"],
+    "termination": _NEGATION.get_patterns()["termination"],
 }
 
 # "My eyesight is normal", "I can swallow fine", "the runny nose went away": what the clause says after a
@@ -563,14 +573,23 @@ _GRADUAL = re.compile(
 )
 
 
+class Contradiction(BaseModel):
+    """The patient's sentences that state a finding and those that deny it (or a broader finding it is a kind
+    of): the finding is then uncertain, and asked about again."""
+
+    stated: list[str]
+    denied: list[str]
+
+
 class Finding(BaseModel):
     concept_id: str
     concept: str  # the concept's preferred name
     ids: list[str]  # every id the concept carries (merged vocabularies)
     status: FindingStatus
-    text: str  # the span as written
+    text: str  # the span as written (its first mention)
     start: int  # character offsets in the input
     end: int
+    contradiction: Contradiction | None = None  # why it is uncertain, when the text says it both ways
 
 
 class Duration(BaseModel):
@@ -627,6 +646,9 @@ class FindingExtractor:
         self.nlp.add_pipe(
             "negex", name="someone_else", config={"neg_termset": _SOMEONE_ELSE, "extension_name": "other"}
         )
+        self.nlp.add_pipe(
+            "negex", name="exclusion", config={"neg_termset": _EXCLUSION, "extension_name": "excluding"}
+        )
         self.matcher = PhraseMatcher(self.nlp.vocab, attr="LOWER")
         surfaces = {key: c for key, c in vocabulary.surfaces().items() if key not in _EVERYDAY}
         for phrase, names in _LAY_PHRASES.items():
@@ -637,6 +659,7 @@ class FindingExtractor:
             self.matcher.add(str(number), [doc])
         self.meanings = None if embedder is None else MeaningIndex(vocabulary, embedder, lay_names)
         self._constructions = _with_sites(vocabulary)
+        self._parents = {concept.id: concept.parents for concept in vocabulary.concepts}
 
     def extract(self, text: str) -> Findings:
         if not text or not text.strip():
@@ -658,6 +681,8 @@ class FindingExtractor:
             found = {finding.concept_id for finding in findings}
             meant = [finding for finding in self._meant(doc) if finding.concept_id not in found]
             findings = sorted(findings + meant, key=lambda finding: finding.start)
+        covered = [(f.start, f.end) for f in findings] + _offsets(doc.ents)
+        findings = self._contradicted(findings, doc)
         # one finding said twice the same way ("fluttering and thumping") is listed once
         unique = {(finding.concept_id, finding.status): finding for finding in reversed(findings)}
         return Findings(
@@ -666,8 +691,48 @@ class FindingExtractor:
             sex=_sex(text),
             duration=_duration(text),
             onset=_onset(text),
-            not_understood=_not_understood(doc, [(f.start, f.end) for f in findings] + _offsets(doc.ents)),
+            not_understood=_not_understood(doc, covered),
         )
+
+    def _contradicted(self, findings: list[Finding], doc: Doc) -> list[Finding]:
+        """`findings` (in text order) with each finding the text both states and denies made one uncertain
+        finding that quotes both: the text cannot tell which is true, and no statement wins by coming last. A
+        denial of a broader finding denies its kinds too ("I have a mild fever. I do not have a fever.": both
+        are uncertain); a denial of a narrower one does not ("a fever but no mild fever"), nor one of what was
+        not said ("I have chest pain. No other pain.")."""
+        excluding = {span.start_char for span in doc.ents if span._.excluding}
+        denials = [f for f in findings if f.status == "absent" and f.start not in excluding]
+        conflicts: dict[str, tuple[list[Finding], list[Finding]]] = {}
+        for stated in (f for f in findings if f.status == "present"):
+            broader = self._with_broader(stated.concept_id)
+            for denied in (f for f in denials if f.concept_id in broader):
+                for concept in (stated.concept_id, denied.concept_id):
+                    yes, no = conflicts.setdefault(concept, ([], []))
+                    yes.append(stated)
+                    no.append(denied)
+        settled: list[Finding] = []
+        for finding in findings:
+            said = conflicts.get(finding.concept_id)
+            if said is None:
+                settled.append(finding)
+            elif all(f.concept_id != finding.concept_id for f in settled):  # the first mention stands for all
+                contradiction = Contradiction(
+                    stated=_sentences(doc, said[0]), denied=_sentences(doc, said[1])
+                )
+                settled.append(
+                    finding.model_copy(update={"status": "uncertain", "contradiction": contradiction})
+                )
+        return settled
+
+    def _with_broader(self, concept: str) -> set[str]:
+        """The concept and every concept it is a kind of."""
+        found, stack = {concept}, [concept]
+        while stack:
+            for parent in self._parents.get(stack.pop(), ()):
+                if parent not in found:
+                    found.add(parent)
+                    stack.append(parent)
+        return found
 
     def _context(self, doc: Doc) -> Doc:
         for name in CONTEXT_PIPES:
@@ -922,6 +987,12 @@ def _clauses(doc: Doc) -> list[Span]:
 def _mentioned_share(clause: Span) -> float:
     words = [token for token in clause if token.is_alpha and not token.is_stop]
     return sum(1 for token in words if token.ent_type_) / len(words) if words else 1.0
+
+
+def _sentences(doc: Doc, findings: list[Finding]) -> list[str]:
+    """The sentences the findings are said in, as written, each once."""
+    said = (next(s for s in doc.sents if s.start_char <= f.start < s.end_char) for f in findings)
+    return list(dict.fromkeys(sentence.text.strip().rstrip(". ") for sentence in said))
 
 
 def _offsets(spans: Iterable[Span]) -> list[tuple[int, int]]:

@@ -24,6 +24,7 @@ from clinrag.methods.consult.findings import FindingExtractor
 from clinrag.methods.consult.prose import Names, ProseWriter, Unsupported
 from clinrag.methods.consult.vocabulary import Vocabulary
 from clinrag.methods.registry import register
+from clinrag.methods.resources import DataPath, DatasetPath, GraphSources
 
 DEFAULT_KNOWLEDGE = "packaged:faker-diseases,packaged:hpo-diseases"
 
@@ -32,10 +33,10 @@ class ConsultConfig(MethodConfig):
     method_name: ClassVar[str] = "consult"
 
     # Disease knowledge: graph sources, comma-separated, as `clinrag graph build -s` names them.
-    knowledge: str = DEFAULT_KNOWLEDGE
+    knowledge: GraphSources = DEFAULT_KNOWLEDGE
     # Similar past patients: DATASET:PATH (ddxplus, dialmed, icraft); in an evaluation, the dataset's other
     # patients are used when this is not set.
-    patients: str | None = None
+    patients: DatasetPath | None = None
     questions: int = Field(default=3, ge=0, le=10)
     abstain_below: float = Field(default=0.1, ge=0.0, le=1.0)
     # How often a patient mentions, unasked, a finding they have (what goes unsaid then counts a little
@@ -43,7 +44,7 @@ class ConsultConfig(MethodConfig):
     mention_rate: float = Field(default=MENTION_RATE, ge=0.0, lt=1.0)
     # A statement knowledge base (`clinrag kb build`): what it says about each leading diagnosis is quoted
     # and cited beside it (the probabilities do not change). None: no statements.
-    kb: str | None = None
+    kb: DataPath | None = None
     # Who writes the answer's sentences: the templates, or the chat model ("llm": a capable one — the
     # embedded 135M model invents facts) checked against the evidence; None: the consult_prose setting.
     prose: Literal["template", "llm"] | None = None
@@ -148,6 +149,9 @@ def build(context: MethodContext, config: ConsultConfig) -> ConsultMethod:
 
 
 def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultant:
+    """The consultant for `config`. Its heavy parts (the disease model, the vocabulary, the finding
+    extractor, the experience's counts) are built once per knowledge and patients and shared with every
+    other configuration built from the same context's `shared` cache."""
     sources = config.sources()
     key = ",".join(
         sorted(
@@ -155,6 +159,23 @@ def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultan
             for s in sources
         )
     )
+    experience = config.patients if config.patients is not None else id(context.experience)
+    differential, extractor = context.shared.get(
+        ("consult", key, experience), lambda: _knowledge(context, config, key)
+    )
+    return Consultant(
+        differential.with_mention_rate(config.mention_rate),
+        extractor,
+        questions=config.questions,
+        abstain_below=config.abstain_below,
+        knowledge=context.knowledge_base(config.kb, param="kb") if config.kb else None,
+    )
+
+
+def _knowledge(
+    context: MethodContext, config: ConsultConfig, key: str
+) -> tuple[Differential, FindingExtractor]:
+    sources = config.sources()
     model = DiseaseModel.open(sources, context.settings.built_base_path("consult", key))
     vocabulary = Vocabulary.from_hpo()
     for spec in sources:
@@ -169,13 +190,8 @@ def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultan
     # Clauses no phrase matches are matched by meaning to the findings that have lay names: those of the
     # common diseases (embedding the rare-disease phenotypes too would take minutes).
     lay = sorted({s for disease in model.diseases if not disease.rare for s in disease.symptoms})
-    return Consultant(
-        Differential(model, vocabulary, experience, mention_rate=config.mention_rate),
-        FindingExtractor(vocabulary, context.embedder, lay_names=lay),
-        questions=config.questions,
-        abstain_below=config.abstain_below,
-        knowledge=context.knowledge_base(config.kb, param="kb") if config.kb else None,
-    )
+    extractor = FindingExtractor(vocabulary, context.embedder, lay_names=lay)
+    return Differential(model, vocabulary, experience), extractor
 
 
 def _patients(spec: str):

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from clinrag.methods.consult.findings import FindingStatus
+from clinrag.methods.consult.findings import Contradiction, FindingStatus
 
 
 class FindingOut(BaseModel):
@@ -16,6 +16,7 @@ class FindingOut(BaseModel):
     status: FindingStatus
     text: str  # as the patient put it ("" for an answer to a question)
     evidence: str  # the evidence id of this finding
+    contradiction: Contradiction | None = None  # why it is uncertain: the text both states and denies it
 
 
 class DiagnosisOut(BaseModel):

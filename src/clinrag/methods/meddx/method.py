@@ -33,6 +33,7 @@ from clinrag.methods.meddx.knowledge_agent import GraphSource, KnowledgeAgent
 from clinrag.methods.meddx.llm_patient import LLMPatient
 from clinrag.methods.meddx.structured_patient import StructuredPatient, evidence_catalogue
 from clinrag.methods.registry import register
+from clinrag.methods.resources import DataPath, GraphUri
 
 SourceName = Literal["kb", "graph", "literature"]
 DRIVER_FIELDS = {"mode", "iterations", "questions", "stable_top_k", "stable_for", "retries", "max_steps"}
@@ -48,8 +49,8 @@ class MeddxConfig(MethodConfig):
     strategy: Strategy = "zero_shot"
     shots: int = Field(default=3, ge=1, le=10)
     sources: list[SourceName] | None = None  # null: every source that is configured
-    kb: str | None = None
-    graph: str | None = None
+    kb: DataPath | None = None
+    graph: GraphUri | None = None
     patient: Literal["auto", "structured", "llm"] = "auto"
     stop_on_goals: bool = False  # the doctor may end an interview early by saying its goals are met
     experience_goals: bool = False  # the experience policy suggests the doctor's next question (coded data)

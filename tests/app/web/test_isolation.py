@@ -1,0 +1,281 @@
+"""The service facing other people's traffic, over real HTTP on loopback with the real consultation (the
+packaged knowledge, the packaged embedder): an empty token is no token; evidence resolves only under the
+answer or session that gave it; sessions keep no method alive and methods share their heavy parts; a build
+that hangs stalls no one else and every endpoint keeps the deadline; requests' parameters reach only the
+files and graphs the operator allowed; bad requests get typed, bounded errors; slow clients are cut off."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import psutil
+import pytest
+
+from clinrag.app.web.api import create_app
+from clinrag.app.web.services import BoundedStore, ConsultService
+from clinrag.core.errors import ConfigError, InvalidInputError
+from clinrag.core.settings import Settings
+from clinrag.methods.registry import get_method
+from clinrag.methods.resources import ResourcePolicy
+from tests.app.test_cli import run_cli
+from tests.app.web.conftest import start_server
+
+TOKEN = "an-operator-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+TIMEOUT_S = 4.0
+
+
+@pytest.fixture(scope="module")
+def silent_graph() -> Iterator[str]:
+    """A graph URI whose port accepts connections and never answers (a listening socket nobody serves)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield f"redis://127.0.0.1:{listener.getsockname()[1]}"
+
+
+@pytest.fixture(scope="module")
+def guarded(
+    web_home: Path, minilm_embedder, silent_graph: str, data_dir: Path
+) -> Iterator[tuple[str, ConsultService]]:
+    settings = Settings(
+        home=web_home,
+        api_token=TOKEN,
+        api_timeout_s=TIMEOUT_S,
+        api_header_timeout_s=1.0,
+        api_graph_uris=[silent_graph],
+        api_data_roots=[data_dir / "icraft_md"],
+    )
+    consult = ConsultService(settings, embedder=lambda _: minilm_embedder, method_capacity=2)
+    consult.method("consult", {})  # built before serving: the first build takes longer than the deadline
+    server, thread, url = start_server(create_app(consult))
+    yield url, consult
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_an_empty_or_blank_token_is_refused_not_taken_for_none(tmp_path: Path) -> None:
+    for token in ("", "   "):
+        with pytest.raises(ConfigError, match="CLINRAG_API_TOKEN is empty"):
+            create_app(ConsultService(Settings(home=tmp_path, api_token=token)))
+    served = run_cli("serve", "--host", "0.0.0.0", "--port", "0", env={"CLINRAG_API_TOKEN": ""}, timeout=60)
+    assert served.returncode == 2, served.stdout + served.stderr
+    assert "CLINRAG_API_TOKEN is empty" in served.stdout + served.stderr
+
+
+def test_serving_every_address_needs_the_names_clients_use() -> None:
+    served = run_cli(
+        "serve", "--host", "0.0.0.0", "--port", "0", env={"CLINRAG_API_TOKEN": TOKEN}, timeout=60
+    )
+    assert served.returncode == 2 and "CLINRAG_API_ALLOWED_HOSTS" in served.stdout + served.stderr
+
+
+def test_unauthenticated_requests_are_refused(guarded) -> None:
+    url, _ = guarded
+    assert httpx.post(f"{url}/v1/consult", json={"text": "fever"}).status_code == 401
+    assert httpx.get(f"{url}/openapi.json").status_code == 401
+
+
+def _finding(answer: dict, name: str) -> dict:
+    return next(e for e in answer["evidence"] if e["id"].startswith("finding:") and name in e["text"].lower())
+
+
+def test_evidence_resolves_only_under_the_answer_that_gave_it(guarded) -> None:
+    url, _ = guarded
+    first = httpx.post(
+        f"{url}/v1/consult", json={"text": "I have had a high fever and a cough."}, headers=AUTH
+    )
+    second = httpx.post(f"{url}/v1/consult", json={"text": "A cough, but no fever at all."}, headers=AUTH)
+    assert first.status_code == second.status_code == 200, first.text + second.text
+    a, b = first.json(), second.json()
+    mine, theirs = _finding(a, "fever"), _finding(b, "fever")
+    assert mine["id"] == theirs["id"] and mine["text"] != theirs["text"]  # the same concept, other words
+    item = quote(mine["id"], safe="")
+    resolved = httpx.get(f"{url}/v1/answers/{a['case_id']}/evidence/{item}", headers=AUTH)
+    assert resolved.status_code == 200 and resolved.json() == mine
+    assert httpx.get(f"{url}/v1/answers/{b['case_id']}/evidence/{item}", headers=AUTH).json() == theirs
+    assert httpx.get(f"{url}/v1/evidence/{item}", headers=AUTH).status_code == 404  # no global look-up
+    guessed = httpx.get(f"{url}/v1/answers/api-{'0' * 32}/evidence/{item}", headers=AUTH)
+    assert guessed.status_code == 404 and "fever" not in guessed.text
+
+
+def test_a_sessions_evidence_resolves_only_under_that_session(guarded) -> None:
+    url, _ = guarded
+    starts = [
+        httpx.post(f"{url}/v1/consult/sessions", json={"text": text}, headers=AUTH, timeout=60)
+        for text in ("I have a fever and a sore throat.", "No fever. My throat is sore.")
+    ]
+    assert [s.status_code for s in starts] == [201, 201], [s.text for s in starts]
+    (a, b) = (s.json() for s in starts)
+    mine = _finding(a, "fever")
+    path = f"evidence/{quote(mine['id'], safe='')}"
+    assert httpx.get(f"{url}/v1/consult/sessions/{a['session_id']}/{path}", headers=AUTH).json() == mine
+    other = httpx.get(f"{url}/v1/consult/sessions/{b['session_id']}/{path}", headers=AUTH).json()
+    assert mine["text"].startswith("fever: present") and other["text"].startswith("fever: absent")
+
+
+def test_sessions_with_distinct_parameters_keep_memory_bounded(guarded) -> None:
+    url, consult = guarded
+    process = psutil.Process(os.getpid())
+    before = process.memory_info().rss
+    sessions = []
+    for rate in (0.05, 0.1, 0.15, 0.25, 0.3, 0.35):
+        body = {"text": "I have a fever and a cough.", "params": {"mention_rate": rate}}
+        started = httpx.post(f"{url}/v1/consult/sessions", json=body, headers=AUTH, timeout=60)
+        assert started.status_code == 201, started.text
+        sessions.append(started.json()["session_id"])
+    grown = process.memory_info().rss - before
+    assert grown < 150_000_000, f"six sessions with distinct parameters took {grown / 1e6:.0f} MB"
+    # each session is still answered, by its own parameters, though only 2 methods are kept
+    for session in sessions:
+        assert httpx.get(f"{url}/v1/consult/sessions/{session}", headers=AUTH).status_code == 200
+    one, other = (consult.method("consult", {"mention_rate": r}) for r in (0.05, 0.35))
+    assert one is not other and one.consultant.extractor is other.consultant.extractor
+    assert one.consultant.differential.model is other.consultant.differential.model
+
+
+def test_the_kept_store_is_bounded_by_count_bytes_and_idle_time() -> None:
+    now = [0.0]
+    store: BoundedStore[str] = BoundedStore(3, 100, 60.0, size=len, clock=lambda: now[0])
+    for key in "abcd":
+        store.put(key, "x" * 10)
+    assert len(store) == 3 and store.get("a") is None  # the least recently used went first
+    store.put("big", "y" * 80)
+    assert store.bytes <= 100 and store.get("big") is not None
+    with pytest.raises(InvalidInputError):
+        store.put("huge", "z" * 101)
+    now[0] = 61.0
+    assert store.get("big") is None and len(store) == 0  # idle past the time to live
+
+
+def test_a_graph_that_never_answers_stalls_no_one_else(guarded, silent_graph) -> None:
+    url, _ = guarded
+    hanging: list[tuple[int, float]] = []
+
+    def ask_the_silent_graph() -> None:
+        body = {"method": "graph-infer", "text": "fever and cough", "task": "diagnosis"}
+        began = time.monotonic()
+        reply = httpx.post(
+            f"{url}/v1/consult", json={**body, "params": {"graph": silent_graph}}, headers=AUTH, timeout=60
+        )
+        hanging.append((reply.status_code, time.monotonic() - began))
+
+    thread = threading.Thread(target=ask_the_silent_graph)
+    thread.start()
+    time.sleep(0.5)
+    took = []
+    for _ in range(5):
+        began = time.monotonic()
+        reply = httpx.post(f"{url}/v1/consult", json={"text": "I have a fever."}, headers=AUTH, timeout=60)
+        took.append(time.monotonic() - began)
+        assert reply.status_code == 200, reply.text
+    thread.join(timeout=60)
+    assert max(took) < 2.0, took
+    ((status, waited),) = hanging
+    assert status == 504 and waited < TIMEOUT_S + 2
+
+
+def test_every_endpoint_keeps_the_deadline(web_home: Path, minilm_embedder) -> None:
+    settings = Settings(home=web_home, api_timeout_s=0.5)
+    server, thread, url = start_server(
+        create_app(ConsultService(settings, embedder=lambda _: minilm_embedder))
+    )
+    try:
+        began = time.monotonic()  # the session's method is not built yet: its build outlasts the deadline
+        started = httpx.post(f"{url}/v1/consult/sessions", json={"text": "I have a fever."}, timeout=120)
+        assert started.status_code == 504 and time.monotonic() - began < 2.5
+        assert "longer than 0.5 s" in started.json()["error"]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_parameters_reach_only_what_the_operator_allowed(guarded) -> None:
+    url, _ = guarded
+    for params in ({"patients": "icraft:/etc/passwd"}, {"kb": "/etc"}, {"knowledge": "ddxplus:/etc"}):
+        refused = httpx.post(
+            f"{url}/v1/consult/sessions", json={"text": "fever", "params": params}, headers=AUTH
+        )
+        assert refused.status_code == 422 and "CLINRAG_API_DATA_ROOTS" in refused.json()["error"]
+        assert "lines" not in refused.text and "passwd" not in refused.json()["error"]
+    with socket.socket() as listener:  # a graph server that would answer: the request never reaches it
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(0.5)
+        uri = f"redis://127.0.0.1:{listener.getsockname()[1]}"
+        body = {"method": "graph-infer", "text": "fever", "task": "diagnosis", "params": {"graph": uri}}
+        refused = httpx.post(f"{url}/v1/consult", json=body, headers=AUTH)
+        assert refused.status_code == 422 and "CLINRAG_API_GRAPH_URIS" in refused.json()["error"]
+        with pytest.raises(TimeoutError):
+            listener.accept()
+
+
+def test_a_path_is_inside_a_root_only_when_it_really_is(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "escape").symlink_to(outside)
+    policy = ResourcePolicy([root])
+    config = get_method("doctorrag").config
+    policy.check(config.from_params({"kb": str(root / "kb")}))
+    for path in (outside, root / "escape" / "kb", root / ".." / "outside"):
+        with pytest.raises(InvalidInputError, match="CLINRAG_API_DATA_ROOTS"):
+            policy.check(config.from_params({"kb": str(path)}))
+    packaged = get_method("consult").config.from_params({"knowledge": "packaged:hpo-diseases"})
+    policy.check(packaged)  # a packaged source names no path
+
+
+def test_pages_of_other_sites_and_rebound_names_are_refused(guarded) -> None:
+    url, _ = guarded
+    rebound = httpx.get(f"{url}/healthz", headers={"Host": "attacker.example"})
+    assert rebound.status_code == 400
+    form = {"text": "fever", "method": "knn-vote"}
+    posted = httpx.post(f"{url}/ui/consult", data=form, headers={**AUTH, "Origin": "http://attacker.example"})
+    assert posted.status_code == 403
+    fetched = httpx.post(f"{url}/v1/consult", json=form, headers={**AUTH, "Sec-Fetch-Site": "cross-site"})
+    assert fetched.status_code == 403
+    own = httpx.post(f"{url}/ui/consult", data=form, headers={**AUTH, "Origin": url})
+    assert own.status_code == 200
+
+
+def test_deep_huge_or_mistyped_parameters_are_bounded_invalid_input(guarded) -> None:
+    url, _ = guarded
+    for levels, problem in ((50_000, "characters"), (5_000, "nest")):
+        deep = "[" * levels + "]" * levels
+        page = httpx.post(f"{url}/ui/consult", data={"text": "fever", "params": deep}, headers=AUTH)
+        assert page.status_code == 200 and 'data-status="422"' in page.text and problem in page.text
+    body = '{"text": "fever", "params": {"a": ' + deep + "}}"
+    api = httpx.post(f"{url}/v1/consult", content=body, headers={**AUTH, "content-type": "application/json"})
+    assert api.status_code == 422
+    boolean = httpx.post(
+        f"{url}/v1/consult", json={"text": "fever", "params": {"questions": True}}, headers=AUTH
+    )
+    assert boolean.status_code == 422 and "expected a number" in boolean.json()["error"]
+    scheme = {"method": "graph-infer", "text": "fever", "params": {"graph": "http://127.0.0.1:1"}}
+    unsupported = httpx.post(f"{url}/v1/consult", json=scheme, headers=AUTH)
+    assert unsupported.status_code == 422 and "unsupported graph URI" in unsupported.json()["error"]
+    many = {"text": "fever", "params": {f"unknown_{i}_{'x' * 40}": 1 for i in range(99)}}
+    reply = httpx.post(f"{url}/v1/consult", json=many, headers=AUTH)
+    assert reply.status_code == 422 and len(reply.content) < 5_000 and "more" in reply.json()["error"]
+
+
+def test_clients_that_hold_a_connection_without_a_request_are_cut_off(guarded) -> None:
+    url, _ = guarded
+    host, port = url.removeprefix("http://").split(":")
+    with (
+        socket.create_connection((host, int(port))) as idle,
+        socket.create_connection((host, int(port))) as slow,
+    ):
+        slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a head that never ends
+        for connection in (idle, slow):
+            connection.settimeout(5)
+            began = time.monotonic()
+            assert connection.recv(1024) == b""  # closed by the server, not timed out here
+            assert time.monotonic() - began < 4
