@@ -34,6 +34,7 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "care": "Care used for {name}: {items}.",
         "no_experience": "Similar past patients were not used: no patient base is configured.",
         "experience": "The probabilities also reflect {n} past patients with these diagnoses.",
+        "ask_back": "Nothing you describe points to a diagnosis yet; please answer: {questions}",
         "nothing_understood": "I could not recognise a finding in your description{unmatched}. Please "
         "describe your main symptoms, how long you have had them, and your age and sex.",
         "uncertain_top": "The information so far does not point clearly to one diagnosis (the most likely, "
@@ -70,6 +71,8 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "configurée.",
         "experience": "Les probabilités tiennent aussi compte de {n} patients antérieurs ayant ces "
         "diagnostics.",
+        "ask_back": "Rien de ce que vous décrivez n'oriente encore vers un diagnostic ; merci de répondre : "
+        "{questions}",
         "nothing_understood": "Je n'ai reconnu aucun signe dans votre description{unmatched}. Décrivez vos "
         "principaux symptômes, depuis quand vous les avez, votre âge et votre sexe.",
         "uncertain_top": "Les informations actuelles n'orientent pas clairement vers un diagnostic (le plus "
@@ -100,6 +103,7 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "care": "{name}的其他处理：{items}。",
         "no_experience": "未使用相似患者的经验：没有配置患者库。",
         "experience": "这些概率也参考了{n}位有这些诊断的既往患者。",
+        "ask_back": "您描述的内容尚不足以指向某个诊断；请回答：{questions}",
         "nothing_understood": "我没能在您的描述中识别出任何症状{unmatched}。"
         "请描述您的主要症状、持续时间，以及年龄和性别。",
         "uncertain_top": "目前的信息还不能明确指向某一诊断（最可能的{name}为{p}）；回答下面的问题最有帮助。",
@@ -119,10 +123,20 @@ def compose(
     t = TEMPLATES[language]
     sentences = _findings(report, t)
     if report.abstained and not report.differential:
-        unmatched = f" ({'; '.join(report.not_understood)})" if report.not_understood else ""
-        sentences.append(
-            Sentence(text=t["nothing_understood"].format(unmatched=unmatched), kind="abstention")
-        )
+        if report.questions:  # what the text both states and denies, asked back
+            asked = {q.concept for q in report.questions}
+            sentences.append(
+                Sentence(
+                    text=t["ask_back"].format(questions=" ".join(q.text for q in report.questions)),
+                    evidence=[f.evidence for f in report.findings if f.concept in asked],
+                    kind="question",
+                )
+            )
+        else:
+            unmatched = f" ({'; '.join(report.not_understood)})" if report.not_understood else ""
+            sentences.append(
+                Sentence(text=t["nothing_understood"].format(unmatched=unmatched), kind="abstention")
+            )
         sentences.append(Sentence(text=t["advice"], kind="advice"))
         return sentences
     shown = report.differential[:SHOWN_DIAGNOSES]

@@ -143,7 +143,8 @@ class Consultant:
                 question_about(self.differential, prior, concept, self.concepts[concept].name)
                 for concept in contradicted
             ]
-            report.questions = self._question_outs(asked_back[: self.questions], prior, language, evidence)
+            # no differential yet, so no disease's facts to cite for them
+            report.questions = self._question_outs(asked_back[: self.questions], prior, language, evidence, 0)
         else:
             posterior = self.differential.posterior(known, extracted.sex)
             order = np.argsort(-posterior, kind="stable")[: self.diagnoses]
@@ -257,9 +258,11 @@ class Consultant:
         posterior: np.ndarray,
         language: Language,
         evidence: dict[str, Evidence],
+        cited_diagnoses: int = STEP_DIAGNOSES,
     ) -> list[QuestionOut]:
+        """The questions in words, each citing the facts of the leading diagnoses that make it informative."""
         chosen = []
-        leading = np.argsort(-posterior, kind="stable")[:STEP_DIAGNOSES]
+        leading = np.argsort(-posterior, kind="stable")[:cited_diagnoses]
         for question in questions:
             concept = self.concepts[question.concept]
             cited = [
