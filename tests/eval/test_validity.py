@@ -30,8 +30,13 @@ def _build(sources: list, out: Path, embedder) -> Path:
 
 
 @pytest.fixture(scope="module")
-def medqa_test(data_dir: Path) -> Path:
-    return data_dir / "medqa" / "us_4options_test.jsonl"
+def medqa_test(data_dir: Path, tmp_path_factory) -> Path:
+    """Every 10th question of the MedQA test file, as a test file of its own (127 questions): embedding the
+    whole file as a corpus took two and a half minutes of the suite."""
+    lines = (data_dir / "medqa" / "us_4options_test.jsonl").read_text(encoding="utf-8").splitlines()
+    subset = tmp_path_factory.mktemp("medqa") / "us_4options_test.jsonl"
+    subset.write_text("\n".join(lines[::10]) + "\n", encoding="utf-8")
+    return subset
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +61,8 @@ def test_the_retriever_never_returns_the_cases_own_record(leaky_corpus, medqa_te
     assert dataset_files(dataset) == {fingerprint(medqa_test)} == set(corpus.source_files or {})
     retriever = DocumentRetriever(corpus, k=5, retriever="rrf", tagger=None)
     found_itself = 0
-    for case in dataset.cases[::25]:  # 40 cases, each of them in the corpus
+    checked = dataset.cases[::3]  # 43 cases, each of them in the corpus
+    for case in checked:
         origins = case_origins(case)
         assert len(origins) == 1
         own = f"kb:medqa:{case.meta['line']}#0"
@@ -67,7 +73,7 @@ def test_the_retriever_never_returns_the_cases_own_record(leaky_corpus, medqa_te
         assert "excluded" in record  # the trace says how many of the case's own statements were dropped
         assert all(item.provenance["line"] != case.meta["line"] for item in guarded)
     # Without the guard the answer key is there for nearly every case: the guard is what removes it.
-    assert found_itself >= 36
+    assert found_itself >= 0.9 * len(checked)
 
 
 def test_a_run_on_its_own_corpus_is_refused_then_flagged_when_allowed(
