@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+SHOWN_PROBLEMS = 10  # a message names this many problems of a validation, then counts the rest
+
 
 class ClinragError(Exception):
     """Base class of every error clinrag raises on purpose."""
@@ -33,6 +38,13 @@ class StructuredOutputError(ClinragError):
     def __init__(self, message: str, raw: str) -> None:
         super().__init__(message)
         self.raw = raw
+
+
+def validation_problems(errors: Sequence[Mapping[str, Any]], root: str, shown: int = SHOWN_PROBLEMS) -> str:
+    """Pydantic's validation errors as one line, "where: what; …" (`root` where the location is empty): the
+    first `shown`, then how many more there are: a request with thousands of problems gets a short reply."""
+    listed = "; ".join(f"{'.'.join(map(str, e['loc'])) or root}: {e['msg']}" for e in errors[:shown])
+    return listed + (f"; and {len(errors) - shown} more" if len(errors) > shown else "")
 
 
 class ReplayMissError(ClinragError):

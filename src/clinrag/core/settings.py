@@ -21,7 +21,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from clinrag.core.backends import CHAT_BACKENDS, EMBED_BACKENDS, check_name
-from clinrag.core.errors import ConfigError, DataFormatError
+from clinrag.core.errors import ConfigError, DataFormatError, validation_problems
 from clinrag.core.files import decode, os_reason
 
 
@@ -280,7 +280,4 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors()
-        )
-        raise ConfigError(f"invalid settings: {problems}") from exc
+        raise ConfigError(f"invalid settings: {validation_problems(exc.errors(), 'settings')}") from exc

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from clinrag.core.errors import InvalidInputError
+from clinrag.core.errors import InvalidInputError, validation_problems
 from clinrag.graph.matching import KeywordMatch, NodeMatcher
 from clinrag.graph.schema import SYMMETRIC, TRIPLE_TYPE, Label, Relation
 from clinrag.graph.store import GraphStore
@@ -144,8 +144,9 @@ def parse_request(data: Mapping[str, Any]) -> ActionRequest:
     try:
         return ActionRequest.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors())
-        raise InvalidInputError(f"invalid graph action: {problems}") from exc
+        raise InvalidInputError(
+            f"invalid graph action: {validation_problems(exc.errors(), 'request')}"
+        ) from exc
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import TypeVar
 import json_repair
 from pydantic import BaseModel, ValidationError
 
-from clinrag.core.errors import StructuredOutputError
+from clinrag.core.errors import StructuredOutputError, validation_problems
 from clinrag.core.usage import Usage
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
 
@@ -24,9 +24,7 @@ def parse_structured(text: str, schema: type[M]) -> M:
         try:
             return schema.model_validate(repaired)
         except ValidationError as second:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in second.errors()[:5]
-            )
+            problems = validation_problems(second.errors(), root="<root>", shown=5)
             raise StructuredOutputError(
                 f"the model's output is not a valid {schema.__name__} even after repair: {problems}", text
             ) from first

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, get_arg
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from clinrag.core.buildcache import BuildCache
-from clinrag.core.errors import InvalidInputError
+from clinrag.core.errors import InvalidInputError, validation_problems
 from clinrag.core.models import Answer, Case
 from clinrag.core.settings import Settings
 from clinrag.embed.base import Embedder
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 SHARED_PARTS = 4  # heavy parts a context's cache keeps by default
-SHOWN_PROBLEMS = 10  # an error names this many invalid parameters, then counts the rest
 
 
 class Method(ABC):
@@ -84,13 +83,8 @@ class MethodConfig(BaseModel):
         try:
             return cls(**params)
         except ValidationError as exc:
-            errors = exc.errors()
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" if e["loc"] else e["msg"]
-                for e in errors[:SHOWN_PROBLEMS]
-            )
-            more = f"; and {len(errors) - SHOWN_PROBLEMS} more" if len(errors) > SHOWN_PROBLEMS else ""
-            raise InvalidInputError(f"invalid {cls.method_name} parameters: {problems}{more}") from None
+            problems = validation_problems(exc.errors(), root="parameters")
+            raise InvalidInputError(f"invalid {cls.method_name} parameters: {problems}") from None
 
     @model_validator(mode="before")
     @classmethod

@@ -47,11 +47,12 @@ from clinrag.app.web.security import BodyLimit, HostGuard, RequestDeadline, chec
 from clinrag.app.web.services import ConsultService, ConsultSessions, DdxService
 from clinrag.app.web.ui import mount_ui, token_page
 from clinrag.core.errors import (
+    SHOWN_PROBLEMS,
     ClinragError,
     ConfigError,
+    validation_problems,
 )
 from clinrag.core.models import STEP_LISTENER, Answer, Evidence, TraceStep
-from clinrag.methods.base import SHOWN_PROBLEMS
 
 
 def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAPI:
@@ -87,9 +88,7 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
             {"where": ".".join(map(str, e.get("loc", ()))), "problem": e.get("msg", "")}
             for e in errors[:SHOWN_PROBLEMS]
         ]
-        summary = "; ".join(f"{p['where']}: {p['problem']}" for p in problems[:5])
-        if len(errors) > len(problems):
-            summary += f"; and {len(errors) - len(problems)} more"
+        summary = validation_problems(errors, root="body", shown=5)
         return JSONResponse({"error": f"invalid request: {summary}", "detail": problems}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)

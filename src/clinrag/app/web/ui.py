@@ -32,7 +32,7 @@ from clinrag.app.web.schemas import (
     parse_params,
 )
 from clinrag.app.web.security import TOKEN_COOKIE, Unauthorized, token_matches
-from clinrag.core.errors import ClinragError
+from clinrag.core.errors import ClinragError, validation_problems
 from clinrag.methods.consult.report import NextStep
 
 HERE = Path(__file__).parent
@@ -219,7 +219,7 @@ async def _form(request: Request) -> dict[str, str]:
 
 def _message(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())
+        return validation_problems(exc.errors(), root="input")
     return str(exc)
 
 
