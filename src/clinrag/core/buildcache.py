@@ -24,14 +24,6 @@ class BuildCache(Generic[V]):
         self._building: dict[Hashable, Future[V]] = {}
         self._lock = threading.Lock()
 
-    def peek(self, key: Hashable) -> V | None:
-        """The value built for `key`, without building it."""
-        with self._lock:
-            value = self._built.get(key)
-            if value is not None:
-                self._built.move_to_end(key)
-            return value
-
     def future(
         self, key: Hashable, build: Callable[[], V], start: Callable[[Callable[[], None]], object]
     ) -> Future[V]:
