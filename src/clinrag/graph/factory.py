@@ -39,16 +39,26 @@ def open_graph(
             raise GraphUnavailableError(
                 f"cannot start clinrag's graph server on {data_dir}: {os_reason(exc)}"
             ) from exc
-    scheme = uri.split("://", 1)[0].lower() if "://" in uri else ""
+    try:
+        scheme = graph_scheme(uri)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     if scheme in FALKORDB_SCHEMES:
         from clinrag.graph.falkordb_store import FalkorDBStore
 
         return FalkorDBStore(uri, graph, **options)
-    if scheme in NEO4J_SCHEMES:
-        from clinrag.graph.neo4j_store import Neo4jStore
+    from clinrag.graph.neo4j_store import Neo4jStore
 
-        return Neo4jStore(uri, **options)
-    raise ConfigError(
-        f"unsupported graph URI {uri!r}: use one of "
-        f"{', '.join(s + '://' for s in FALKORDB_SCHEMES + NEO4J_SCHEMES)}, or none for the packaged server"
-    )
+    return Neo4jStore(uri, **options)
+
+
+def graph_scheme(uri: str) -> str:
+    """The scheme of a graph URI, lower case; `ValueError` when no store speaks it."""
+    scheme = uri.split("://", 1)[0].lower() if "://" in uri else ""
+    supported = FALKORDB_SCHEMES + NEO4J_SCHEMES
+    if scheme not in supported:
+        schemes = ", ".join(s + "://" for s in supported)
+        raise ValueError(
+            f"unsupported graph URI {uri!r}: use one of {schemes}, or none for the packaged server"
+        )
+    return scheme

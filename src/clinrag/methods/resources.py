@@ -46,12 +46,9 @@ def _names_no_path(spec: str) -> bool:
 
 
 def _supported_graph_uri(uri: str) -> str:
-    from clinrag.graph.factory import FALKORDB_SCHEMES, NEO4J_SCHEMES
+    from clinrag.graph.factory import graph_scheme
 
-    scheme = uri.split("://", 1)[0].lower() if "://" in uri else ""
-    if scheme not in FALKORDB_SCHEMES + NEO4J_SCHEMES:
-        schemes = ", ".join(s + "://" for s in FALKORDB_SCHEMES + NEO4J_SCHEMES)
-        raise ValueError(f"unsupported graph URI scheme: use one of {schemes}")
+    graph_scheme(uri)  # a ValueError naming the schemes a store speaks
     return uri
 
 
