@@ -95,13 +95,11 @@ class BodyLimit:
         await self.app(scope, limited_receive, guarded_send)
 
     async def _refuse(self, send: Send) -> None:
-        body = json.dumps({"error": f"the request body is larger than {self.max_bytes} bytes"}).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await _reply(send, 413, f"the request body is larger than {self.max_bytes} bytes", "BodyLimit")
 
 
 async def _reply(send: Send, status: int, error: str, detail: str) -> None:
+    """A JSON error in the API's shape, sent by a guard before (or instead of) the app."""
     body = json.dumps({"error": error, "detail": detail}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
