@@ -232,7 +232,7 @@ class ConsultSessions:
     async def start(
         self, text: str, language: Language, params: dict[str, Any]
     ) -> tuple[str, ConsultSession]:
-        method = self._consult(await self.consult.amethod("consult", params))
+        method = await self._method(params)
         session_id = uuid.uuid4().hex
         case = Case(id=f"session-{session_id[:12]}", language=language, question=text)
         state = await asyncio.to_thread(method.consultant.start, text)
@@ -248,7 +248,7 @@ class ConsultSessions:
 
     async def answer(self, session_id: str, session: ConsultSession, concept: str, answer: str) -> None:
         """Record the patient's yes / no / don't know about a finding (a concept id of the knowledge)."""
-        consultant = self._consult(await self.consult.amethod("consult", session.params)).consultant
+        consultant = (await self._method(session.params)).consultant
         if concept not in consultant.concepts:
             raise InvalidInputError(f"unknown concept {concept!r}: answer a question's concept id")
         if answer not in ANSWER_STATUS:
@@ -261,15 +261,16 @@ class ConsultSessions:
 
     async def view(self, session_id: str, session: ConsultSession) -> Answer:
         """The session's answer as it stands; its evidence is what the session's client may resolve."""
-        method = self._consult(await self.consult.amethod("consult", session.params))
+        method = await self._method(session.params)
         async with session.lock:
-            answer = await asyncio.to_thread(method.answer_state, session.case, session.state)
+            answer = await method.aanswer_state(session.case, session.state)
             session.evidence = {item.id: item for item in answer.evidence}
         self.sessions.put(session_id, session)
         return answer
 
-    @staticmethod
-    def _consult(method: Method) -> ConsultMethod:
+    async def _method(self, params: dict[str, Any]) -> ConsultMethod:
+        """The `consult` method for a session's parameters (looked up, or built again if it was dropped)."""
+        method = await self.consult.amethod("consult", params)
         if not isinstance(method, ConsultMethod):
             raise InvalidInputError("the registered 'consult' method does not support sessions")
         return method
