@@ -25,7 +25,7 @@ from clinrag.methods.consult.findings import (
     Findings,
     FindingStatus,
 )
-from clinrag.methods.consult.questions import Question, next_questions, question_about
+from clinrag.methods.consult.questions import Question, next_questions, questions_about
 from clinrag.methods.consult.report import (
     ConsultationReport,
     DiagnosisOut,
@@ -139,10 +139,9 @@ class Consultant:
             report.abstention_reason = "no finding the patient has was understood"
             # what the text both states and denies may be all there is to go on: ask it back
             prior = self.differential.posterior({}, extracted.sex)
-            asked_back = [
-                question_about(self.differential, prior, concept, self.concepts[concept].name)
-                for concept in contradicted
-            ]
+            asked_back = questions_about(
+                self.differential, prior, {concept: self.concepts[concept].name for concept in contradicted}
+            )
             # no differential yet, so no disease's facts to cite for them
             report.questions = self._question_outs(asked_back[: self.questions], prior, language, evidence, 0)
         else:

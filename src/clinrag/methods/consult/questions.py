@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,18 +44,23 @@ def next_questions(
             concept = differential.vocabulary.lookup(symptom)
             if concept is not None and concept.id not in asked and askable(concept):
                 candidates.setdefault(concept.id, concept.name)
-    questions = [
-        question_about(differential, posterior, concept, name) for concept, name in candidates.items()
-    ]
+    questions = questions_about(differential, posterior, candidates)
     questions.sort(key=lambda q: (-q.gain, q.concept))
     return questions[:n]
 
 
-def question_about(differential: Differential, posterior: np.ndarray, concept: str, name: str) -> Question:
-    """The question about one finding, with what its answer is expected to tell under `posterior`."""
-    p = differential.likelihood(concept)
-    yes = posterior * p
-    p_yes = float(yes.sum())
-    no = posterior - yes
-    expected = p_yes * entropy(yes / p_yes) + (1 - p_yes) * entropy(no / (1 - p_yes))
-    return Question(concept, name, entropy(posterior) - expected, p_yes)
+def questions_about(
+    differential: Differential, posterior: np.ndarray, findings: Mapping[str, str]
+) -> list[Question]:
+    """The question about each finding (concept id → name), with what its answer is expected to tell under
+    `posterior`."""
+    now = entropy(posterior)
+    questions = []
+    for concept, name in findings.items():
+        p = differential.likelihood(concept)
+        yes = posterior * p
+        p_yes = float(yes.sum())
+        no = posterior - yes
+        expected = p_yes * entropy(yes / p_yes) + (1 - p_yes) * entropy(no / (1 - p_yes))
+        questions.append(Question(concept, name, now - expected, p_yes))
+    return questions
