@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from clinrag.methods.consult.diseases import DiseaseModel, sex_of
-from clinrag.methods.consult.vocabulary import Vocabulary
+from clinrag.methods.consult.vocabulary import Vocabulary, reachable
 from clinrag.patients.loaders import EvidenceDecoder
 from clinrag.patients.record import PatientRecord
 
@@ -276,13 +276,8 @@ class Differential:
         explains "cough"), or its broader finding one step up (one with "cough" explains "productive
         cough") — each with the symptom name it lists."""
         if concept not in self._explains:
-            family, stack = [concept], list(self._children.get(concept, ()))
-            while stack:
-                child = stack.pop()
-                family.append(child)
-                stack.extend(self._children.get(child, ()))
             listed: dict[int, str] = {}
-            for member in family:
+            for member in reachable(concept, self._children):
                 for row, name in self.listed.get(member, {}).items():
                     listed.setdefault(row, name)
             broader = set()

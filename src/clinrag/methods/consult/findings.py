@@ -26,7 +26,7 @@ from spacy.tokens import Doc, Span
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.embed.base import Embedder
-from clinrag.methods.consult.vocabulary import SITE_FINDINGS, Concept, Vocabulary
+from clinrag.methods.consult.vocabulary import SITE_FINDINGS, Concept, Vocabulary, reachable
 from clinrag.patients.loaders import VALUE_SEPARATOR
 
 FindingStatus = Literal["present", "absent", "uncertain"]
@@ -704,7 +704,7 @@ class FindingExtractor:
         denials = [f for f in findings if f.status == "absent" and f.start not in excluding]
         conflicts: dict[str, tuple[list[Finding], list[Finding]]] = {}
         for stated in (f for f in findings if f.status == "present"):
-            broader = self._with_broader(stated.concept_id)
+            broader = set(reachable(stated.concept_id, self._parents))  # it and what it is a kind of
             for denied in (f for f in denials if f.concept_id in broader):
                 for concept in (stated.concept_id, denied.concept_id):
                     yes, no = conflicts.setdefault(concept, ([], []))
@@ -723,16 +723,6 @@ class FindingExtractor:
                     finding.model_copy(update={"status": "uncertain", "contradiction": contradiction})
                 )
         return settled
-
-    def _with_broader(self, concept: str) -> set[str]:
-        """The concept and every concept it is a kind of."""
-        found, stack = {concept}, [concept]
-        while stack:
-            for parent in self._parents.get(stack.pop(), ()):
-                if parent not in found:
-                    found.add(parent)
-                    stack.append(parent)
-        return found
 
     def _context(self, doc: Doc) -> Doc:
         for name in CONTEXT_PIPES:

@@ -7,7 +7,7 @@ different knowledge are merged by shared surface forms, so the graph symptom "fe
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -196,6 +196,19 @@ class Vocabulary:
 
 
 _HEAD_BEFORE = re.compile(r"^(?P<head>.+?)\s+(?:in|of|on|with|during|after)\s+", re.IGNORECASE)
+
+
+def reachable(concept: str, links: Mapping[str, Sequence[str]]) -> list[str]:
+    """`concept`, then every concept reached from it by `links` (parents: what it is a kind of; children: its
+    kinds), depth first, each once."""
+    found, seen, stack = [concept], {concept}, list(links.get(concept, ()))
+    while stack:
+        other = stack.pop()
+        if other not in seen:
+            seen.add(other)
+            found.append(other)
+            stack.extend(links.get(other, ()))
+    return found
 
 
 def _head(name: str) -> str | None:
