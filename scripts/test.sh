@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Lint, then run the test suite (after scripts/install.sh). Extra arguments go to pytest.
+# Lint, then run the test suite (after scripts/install.sh) on one pytest-xdist worker per CPU, a test file per
+# worker at a time (module fixtures are built once); CLINRAG_TEST_WORKERS=0 runs in this process. Extra
+# arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${CLINRAG_VENV:-.venv}
 "$VENV/bin/ruff" check src tests benchmarks
-exec "$VENV/bin/python" -m pytest "$@"
+exec "$VENV/bin/python" -m pytest -n "${CLINRAG_TEST_WORKERS:-auto}" --dist loadfile "$@"

@@ -10,7 +10,13 @@ import pytest
 from clinrag.core.settings import Settings
 from clinrag.llm.base import ChatModel
 from clinrag.llm.embedded import from_settings
+from tests.llama_server import LlamaServer, server_missing
 from tests.openai_server import ScriptedServer
+
+
+# Rich sizes the CLI's consoles when they are created (on import), from COLUMNS: wide enough that no printed
+# line wraps, whatever the length of the temporary paths in it (longer under pytest-xdist).
+os.environ["COLUMNS"] = "400"
 
 
 def _data_dir() -> Path:
@@ -45,6 +51,18 @@ def embedded() -> ChatModel:
             if name.startswith("CLINRAG_") and name != "CLINRAG_EMBEDDED_RUNTIME":
                 patch.delenv(name)
         return from_settings(Settings(embedded_n_ctx=2048))
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory):
+    """llama.cpp's OpenAI-compatible server on loopback serving the packaged model (tests/llama_server.py),
+    skipped with the reason where llama-cpp-python's server is not installed (CI installs it)."""
+    missing = server_missing()
+    if missing:
+        pytest.skip(missing)
+    started = LlamaServer(tmp_path_factory.mktemp("llama-server") / "server.log")
+    yield started
+    started.close()
 
 
 @pytest.fixture

@@ -1,7 +1,15 @@
 """A real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions protocol from a script of replies.
 
-It stands in for vLLM / llama.cpp server / OpenAI, none of which can run here; the client side (SDK, retries,
-error mapping, concurrency limit) runs for real against it over loopback."""
+It is the stand-in for faults and for controlled replies only: timeouts, 429s and 5xx, malformed replies, and
+replies a test must script exactly (a given ranking, a given plan). The client side (SDK, retries, error
+mapping, concurrency limit) runs for real against it over loopback. The production path against a real server
+(llama.cpp's, serving the packaged model) is tested in tests/llm/test_real_server.py (fixture `llama_server`
+in tests/conftest.py).
+
+A scripted server cannot answer the capability probe (`clinrag.llm.server_probe`) meaningfully, and the
+probe's requests would consume the script, so models on it fix both choices: `scripted_model`, or
+`SCRIPTED_SETTINGS` (environment form) / `SCRIPTED_SETTINGS_KWARGS` (`Settings` form) where the model is built
+from settings."""
 
 from __future__ import annotations
 
@@ -9,6 +17,31 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from clinrag.llm.openai_compat import OpenAICompatible
+
+# The structured-output form and scoring mode fixed for models on a scripted server (no probe).
+SCRIPTED_SETTINGS = {"CLINRAG_LLM_STRUCTURED_OUTPUT": "json_schema", "CLINRAG_LLM_SCORING": "ranking"}
+SCRIPTED_SETTINGS_KWARGS = {"llm_structured_output": "json_schema", "llm_scoring": "ranking"}
+
+
+def scripted_model(server: LoopbackServer, **overrides: Any) -> OpenAICompatible:
+    """A model on `server` with the structured-output form and scoring mode fixed, so that no probe request
+    consumes the script; `overrides` replace any argument (model name, key, modes) or add others."""
+    params: dict[str, Any] = {
+        "model": "m",
+        "base_url": server.base_url,
+        "api_key": "k",
+        "structured_output": "json_schema",
+        "scoring": "ranking",
+    }
+    return OpenAICompatible(**{**params, **overrides})
+
+
+def ranking_body(*names: str) -> dict:
+    """A chat reply ranking `names`, best first, as option scoring in `ranking` mode asks."""
+    return chat_body(json.dumps({"ranking": list(names)}))
 
 
 def chat_body(

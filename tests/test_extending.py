@@ -1,7 +1,7 @@
 """Extending clinrag from outside: the example package under tests/extending adds a method, a dataset and a
 chat backend, one file each, found through its entry points (README "Extending clinrag"). Run as a user
 would: the CLI in a fresh process with the package on its path, on real MedQA questions and, for the backend,
-over real HTTP to the scripted loopback server (no model server can run here)."""
+over real HTTP to the scripted loopback server (tests/openai_server.py), whose reply the test controls."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from clinrag.core.settings import load_settings
 from clinrag.eval.results import RunDirectory
 from clinrag.methods.registry import method_names
 from tests.app.test_cli import run_cli
-from tests.openai_server import chat_body
+from tests.openai_server import SCRIPTED_SETTINGS, chat_body, ranking_body
 
 EXAMPLE = Path(__file__).parent / "extending"
 
@@ -67,9 +67,20 @@ def test_a_chat_backend_from_a_package_answers_over_http(server) -> None:
         "CLINRAG_LLM_BACKEND": "local-server",
         "CLINRAG_LLM_BASE_URL": port,
         "CLINRAG_CACHE_ENABLED": "false",
+        **SCRIPTED_SETTINGS,
     }
     result = run_with_example("llm", "chat", "One cause of pleuritic chest pain?", env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Pleurisy.") and len(server.requests) == 1
+    # The backend takes the structured-output form and scoring mode from the settings.
+    server.requests.clear()
+    server.replies = [(200, ranking_body("Pleurisy", "Angina"), 0.0)]
+    chosen = run_with_example(
+        "llm", "choose", "Pleuritic chest pain?", "-o", "Angina", "-o", "Pleurisy", env=env
+    )
+    assert chosen.returncode == 0, chosen.stderr
+    assert "scored by ranking" in chosen.stdout and "choice: Pleurisy" in chosen.stdout
+    [request] = server.requests
+    assert "ranking" in request["response_format"]["json_schema"]["schema"]["properties"]
     with pytest.raises(ConfigError, match="unknown chat backend 'local-server'"):
         load_settings(llm_backend="local-server")  # not installed in this process

@@ -5,13 +5,14 @@ import re
 import subprocess
 import sys
 
-from tests.openai_server import chat_body
+from tests.openai_server import SCRIPTED_SETTINGS, chat_body, ranking_body
 
 
 def run_cli(
     *args: str, stdin: str | None = None, env: dict | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "COLUMNS": "120", **(env or {})}
+    # Wide enough that no line wraps, whatever the length of the temporary paths in it (longer under xdist).
+    environment = {**os.environ, "COLUMNS": "400", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "clinrag", *args],
         input=stdin,
@@ -85,17 +86,39 @@ def test_invalid_api_key(server):
         "CLINRAG_LLM_MODEL": "m",
         "CLINRAG_LLM_BASE_URL": server.base_url,
         "CLINRAG_LLM_API_KEY": "sk-wrong",
+        **SCRIPTED_SETTINGS,
     }
     _assert_clean_failure(run_cli("llm", "chat", "hi", env=env), "API key")
 
 
 def test_openai_backend_prints_the_server_answer(server):
     server.replies = [(200, chat_body("Pericarditis."), 0)]
-    env = {"CLINRAG_LLM_BACKEND": "openai", "CLINRAG_LLM_MODEL": "m", "CLINRAG_LLM_BASE_URL": server.base_url}
-    result = run_cli("llm", "chat", "One cause of chest pain?", env=env)
+    result = run_cli("llm", "chat", "One cause of chest pain?", env=_scripted_env(server))
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Pericarditis.")
     assert usage_value(result.stdout, "prompt tokens") == 11
+    assert len(server.requests) == 1
+
+
+def test_openai_backend_chooses_by_the_servers_ranking(server):
+    server.replies = [(200, ranking_body("Paris", "Berlin"), 0)]
+    result = run_cli(
+        "llm", "choose", "Capital of France?", "-o", "Berlin", "-o", "Paris", env=_scripted_env(server)
+    )
+    assert result.returncode == 0, result.stderr
+    assert "scored by ranking" in result.stdout and "choice: Paris" in result.stdout
+    assert re.search(r"Paris\s*│.*│\s*0\.667\s*│", result.stdout), result.stdout
+    (request,) = server.requests
+    assert "ranking" in request["response_format"]["json_schema"]["schema"]["properties"]
+
+
+def _scripted_env(server) -> dict[str, str]:
+    return {
+        "CLINRAG_LLM_BACKEND": "openai",
+        "CLINRAG_LLM_MODEL": "m",
+        "CLINRAG_LLM_BASE_URL": server.base_url,
+        **SCRIPTED_SETTINGS,
+    }
 
 
 def test_config_show_masks_secrets_and_reports_bad_files(tmp_path):

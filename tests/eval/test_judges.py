@@ -31,7 +31,7 @@ from clinrag.eval.judges import (
     win_matrix,
 )
 from clinrag.llm.openai_compat import OpenAICompatible
-from tests.openai_server import LoopbackServer, chat_body
+from tests.openai_server import LoopbackServer, chat_body, scripted_model
 
 ITEM = JudgeItem(
     id="q1", question="What is the first-line treatment of iron deficiency anaemia in an infant?"
@@ -41,7 +41,7 @@ MILK = "Give more cow's milk; anaemia resolves on its own."
 
 
 def _client(server) -> OpenAICompatible:
-    return OpenAICompatible(model="judge", base_url=server.base_url, api_key="k")
+    return scripted_model(server, model="judge")
 
 
 def _verdict(comprehensiveness: str, relevance: str, safety: str) -> str:

@@ -244,7 +244,7 @@ def test_report_on_medqa_runs(tmp_path: Path, medqa_rows: list[dict]):
 
     runs_table = tables[0]
     header = runs_table[0]
-    assert header[:6] == ["run", "dataset", "method", "model", "n", "errors"]
+    assert header[:7] == ["run", "dataset", "method", "model", "scoring", "n", "errors"]
     assert header[-3:] == ["calls/case", "tokens/case", "wall s"]
     by_run = {row[0]: dict(zip(header, row, strict=True)) for row in runs_table[1:]}
     assert by_run["longest"]["wall s"] == "321.5"

@@ -1,6 +1,6 @@
-"""Backend replies against a scripted OpenAI-compatible server on loopback (tests/openai_server.py; it stands
-in for a real model server, which cannot run here): Retry-After is honoured (bounded), malformed 200s become
-typed errors for chat and embeddings, and no message repeats a URL's password."""
+"""Backend replies against a scripted OpenAI-compatible server on loopback (tests/openai_server.py: faults a
+real server will not produce on demand): Retry-After is honoured (bounded), malformed 200s become typed errors
+for chat and embeddings, and no message repeats a URL's password."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from clinrag.core.remote import RetryPolicy, redact_text
 from clinrag.embed.openai_compat import OpenAIEmbedder
 from clinrag.llm.base import ChatRequest, Message
 from clinrag.llm.openai_compat import OpenAICompatible
-from tests.openai_server import ScriptedServer, chat_body
+from tests.openai_server import ScriptedServer, chat_body, scripted_model
 
 
 class HeaderServer(ScriptedServer):
@@ -42,9 +42,8 @@ class HeaderServer(ScriptedServer):
         return reply
 
 
-def _model(base_url: str, **extra) -> OpenAICompatible:
-    policy = RetryPolicy(max_retries=1, backoff_s=0.0, max_retry_after_s=extra.pop("cap", 60.0))
-    return OpenAICompatible(model="m", base_url=base_url, retry=policy, logprobs=False, **extra)
+def _model(server: ScriptedServer, cap: float = 60.0) -> OpenAICompatible:
+    return scripted_model(server, retry=RetryPolicy(max_retries=1, backoff_s=0.0, max_retry_after_s=cap))
 
 
 def _ask() -> ChatRequest:
@@ -61,7 +60,7 @@ def test_retry_after_is_honoured_in_seconds_or_as_a_date(header: str) -> None:
         server.replies = [(429, {"error": {"message": "slow down"}}, 0.0), (200, chat_body("fine"), 0.0)]
         started = time.monotonic()
         # Before: the retry came after the exponential backoff (here 0 s), ignoring the header.
-        assert _model(server.base_url).complete(_ask()).text == "fine"
+        assert _model(server).complete(_ask()).text == "fine"
         assert time.monotonic() - started >= 0.9
     finally:
         server.close()
@@ -72,7 +71,7 @@ def test_retry_after_is_bounded() -> None:
     try:
         server.replies = [(503, {"error": {"message": "busy"}}, 0.0), (200, chat_body("fine"), 0.0)]
         started = time.monotonic()
-        assert _model(server.base_url, cap=0.2).complete(_ask()).text == "fine"
+        assert _model(server, cap=0.2).complete(_ask()).text == "fine"
         assert time.monotonic() - started < 5
     finally:
         server.close()
@@ -82,7 +81,7 @@ def test_retry_after_is_bounded() -> None:
 def test_a_malformed_chat_reply_is_a_typed_error(server: ScriptedServer, body: dict) -> None:
     server.replies = [(200, body, 0.0)]
     with pytest.raises(ModelReplyError, match="model server"):
-        _model(server.base_url).complete(_ask())
+        _model(server).complete(_ask())
 
 
 @pytest.mark.parametrize("body", [{}, {"data": [{"embedding": "nope"}]}, {"data": [{"embedding": [None]}]}])

@@ -12,7 +12,7 @@ from clinrag.core.settings import load_settings
 from clinrag.eval.results import LOCK_FILE
 from clinrag.eval.runner import EvalRunner, RunRequest
 from tests.app.test_cli import run_cli
-from tests.openai_server import ScriptedServer, chat_body
+from tests.openai_server import SCRIPTED_SETTINGS, ScriptedServer, chat_body
 
 
 def _mode(path: Path) -> int:
@@ -26,6 +26,7 @@ def _chat(server: ScriptedServer, record: Path) -> None:
         "CLINRAG_LLM_MODEL": "m",
         "CLINRAG_LLM_BASE_URL": server.base_url,
         "CLINRAG_LLM_RECORD_PATH": str(record),
+        **SCRIPTED_SETTINGS,
     }
     result = run_cli("llm", "chat", "I have had a fever for three days", env=env)
     assert result.returncode == 0, result.stderr

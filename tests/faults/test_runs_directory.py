@@ -13,7 +13,7 @@ from clinrag.core.errors import DataFormatError, InvalidInputError, RunLockedErr
 from clinrag.core.settings import load_settings
 from clinrag.eval.results import LOCK_FILE, RunDirectory
 from clinrag.eval.runner import EvalRunner, RunRequest
-from tests.openai_server import chat_body
+from tests.openai_server import SCRIPTED_SETTINGS_KWARGS, chat_body
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_skipped_dataset_rows_are_reported_and_recorded(
         llm_backend="openai",
         llm_base_url=server.base_url,
         llm_model="m",
-        llm_logprobs=False,
+        **SCRIPTED_SETTINGS_KWARGS,
     )
     request = RunRequest(dataset="medqa", method="direct", out=tmp_path / "run", data_path=data)
     outcome = EvalRunner(settings, progress=False).run(request)

@@ -1,6 +1,6 @@
 """Outages are not results: `direct` on MedQA against a scripted OpenAI-compatible server on loopback
-(tests/openai_server.py; it stands in for vLLM / llama.cpp / OpenAI, none of which can run here) that goes
-down mid-run, answers malformed 200s, or a closed port. Before: every remaining case was stored as an error
+(tests/openai_server.py: the faults a real server will not produce on demand) that goes down mid-run,
+answers malformed 200s, or a closed port. Before: every remaining case was stored as an error
 result, the run exited 0 and a rerun never retried them. After: they are left for the next run.
 
 One outage, several cases in flight (concurrency 4, the server failing the four requests in flight, then
@@ -24,7 +24,7 @@ from clinrag.core.errors import RunStoppedError
 from clinrag.core.settings import load_settings
 from clinrag.eval.results import RunDirectory
 from clinrag.eval.runner import EvalRunner, RunRequest
-from tests.openai_server import ScriptedServer, chat_body
+from tests.openai_server import SCRIPTED_SETTINGS, SCRIPTED_SETTINGS_KWARGS, ScriptedServer, chat_body
 
 OK = (200, chat_body("A"), 0.0)
 DOWN = (500, {"error": {"message": "upstream died"}}, 0.0)
@@ -41,8 +41,8 @@ def _runner(data_dir: Path, base_url: str, retries: int = 1) -> EvalRunner:
         llm_model="served-model",
         llm_max_retries=retries,
         llm_backoff_s=0.0,
-        llm_logprobs=False,
         llm_timeout_s=2.0,
+        **SCRIPTED_SETTINGS_KWARGS,
     )
     return EvalRunner(settings, progress=False)
 
@@ -122,7 +122,7 @@ def _cli(data_dir: Path, base_url: str, out: Path, *extra: str) -> subprocess.Po
         "CLINRAG_LLM_BASE_URL": base_url,
         "CLINRAG_LLM_MODEL": "served-model",
         "CLINRAG_LLM_MAX_RETRIES": "0",
-        "CLINRAG_LLM_LOGPROBS": "false",
+        **SCRIPTED_SETTINGS,
     }
     command = [sys.executable, "-m", "clinrag", "eval", "run", "--method", "direct", "--dataset", "medqa"]
     command += ["--out", str(out), "--limit", "4", "--concurrency", "1", *extra]
@@ -195,6 +195,7 @@ def test_cli_goes_on_after_one_outage_and_says_what_is_left(
         "CLINRAG_LLM_MAX_RETRIES": "0",
         "CLINRAG_DATA_DIR": str(data_dir),
         "CLINRAG_LLM_BASE_URL": server.base_url,
+        **SCRIPTED_SETTINGS,
     }
     command = [sys.executable, "-m", "clinrag", "eval", "run", "--method", "direct", "--dataset", "medqa"]
     command += ["--out", str(tmp_path / "run"), "--limit", "8", "--concurrency", str(IN_FLIGHT)]

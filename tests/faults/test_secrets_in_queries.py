@@ -17,7 +17,7 @@ from clinrag.llm.openai_compat import OpenAICompatible
 from tests.app.test_cli import run_cli
 from tests.embed.embeddings_server import EmbeddingsServer
 from tests.faults.test_unwritable_places import WIDE, _one_line_error
-from tests.openai_server import ScriptedServer, chat_body
+from tests.openai_server import ScriptedServer, chat_body, scripted_model
 
 
 def _closed_port() -> int:
@@ -62,8 +62,8 @@ def test_model_unavailable_errors_mask_secrets_in_query_strings(command: list[st
 
 def test_chat_requests_keep_the_query_and_the_bearer_key(server: ScriptedServer) -> None:
     server.replies = [(200, chat_body("fine"), 0.0)]
-    model = OpenAICompatible(
-        model="m", base_url=f"{server.base_url}?api-version=2024-06&api_key=q-6", api_key="sk-bearer"
+    model = scripted_model(
+        server, base_url=f"{server.base_url}?api-version=2024-06&api_key=q-6", api_key="sk-bearer"
     )
     assert model.chat("hi").text == "fine"
     request = server.requests[0]

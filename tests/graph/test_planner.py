@@ -17,9 +17,8 @@ from clinrag.graph.falkordb_store import FalkorDBStore
 from clinrag.graph.matching import NodeMatcher
 from clinrag.graph.planner import GraphPlanner, PlannerConfig
 from clinrag.graph.schema import GraphCounts, Relation, counts
-from clinrag.llm.openai_compat import OpenAICompatible
 from tests.graph.conftest import DdxGraph
-from tests.openai_server import LoopbackServer, chat_body
+from tests.openai_server import LoopbackServer, chat_body, scripted_model
 
 QUESTION = "A 30-year-old has a cough and fever. What is the diagnosis?"
 
@@ -53,7 +52,7 @@ def plan_server():
 
 
 def _plan(server: PlanServer, store: FalkorDBStore, **config):
-    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k")
+    model = scripted_model(server)
     planner = GraphPlanner(model, store, NodeMatcher(store), PlannerConfig(**config))
     trace = Trace()
     return asyncio.run(planner.run(QUESTION, trace)), trace

@@ -144,7 +144,7 @@ def graph(uri: str) -> Iterator[FalkorDBStore]:
 def build(uri: str, graph: FalkorDBStore, spec: str, recording: Path, *options: str) -> dict:
     """`clinrag graph build -s SPEC` into `graph` on the server at `uri` with the recorded replies: the JSON
     report (with --json), else the printed tables."""
-    env = {"CLINRAG_LLM_BACKEND": "replay", "CLINRAG_LLM_REPLAY_PATH": str(recording), "COLUMNS": "200"}
+    env = {"CLINRAG_LLM_BACKEND": "replay", "CLINRAG_LLM_REPLAY_PATH": str(recording), "COLUMNS": "400"}
     args = ["graph", "build", "-s", spec, "--uri", uri, "--graph", graph.graph_name, "--no-progress"]
     result = runner.invoke(app, [*args, *options], env=env)
     if result.exception is not None and not isinstance(result.exception, SystemExit):

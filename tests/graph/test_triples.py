@@ -33,8 +33,7 @@ from clinrag.graph.triples import (
     TripleExtractor,
     normalise_name,
 )
-from clinrag.llm.openai_compat import OpenAICompatible
-from tests.openai_server import LoopbackServer, chat_body
+from tests.openai_server import LoopbackServer, chat_body, scripted_model
 
 PNEUMONIA = (
     "Pneumonia presents with cough and fever; a chest X-ray is recommended. Sepsis may complicate it, "
@@ -91,7 +90,7 @@ def chunk_server():
 
 
 def test_scripted_replies_are_accepted_or_rejected_by_the_schema(chunk_server, store, tmp_path) -> None:
-    model = OpenAICompatible(model="m", base_url=chunk_server.base_url, api_key="k")
+    model = scripted_model(chunk_server)
     extractor = TripleExtractor(model, max_chars=len(PNEUMONIA) + 10)
     result = extractor.extract(f"{PNEUMONIA}\n\n{SEPSIS}")
 
@@ -143,7 +142,7 @@ def test_scripted_replies_are_accepted_or_rejected_by_the_schema(chunk_server, s
 def test_names_are_normalised_and_empty_text_is_refused(chunk_server) -> None:
     assert normalise_name("  “Chest\n X-ray.”  ") == "Chest X-ray"
     assert normalise_name("ＣＯＰＤ") == "COPD"  # NFKC: full-width letters
-    model = OpenAICompatible(model="m", base_url=chunk_server.base_url, api_key="k")
+    model = scripted_model(chunk_server)
     with pytest.raises(InvalidInputError, match="empty"):
         TripleExtractor(model).extract("  \n ")
     assert chunk_server.requests == []

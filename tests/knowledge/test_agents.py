@@ -6,8 +6,7 @@ import pytest
 
 from clinrag.knowledge.rewrite import DeclarativeRewriter
 from clinrag.knowledge.tagging import EmbeddingTagger, LLMTagger, validate_chapters
-from clinrag.llm.openai_compat import OpenAICompatible
-from tests.openai_server import chat_body
+from tests.openai_server import chat_body, scripted_model
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +51,7 @@ def test_llm_tagger_on_the_embedded_model_returns_only_chapters(embedded):
 
 
 def test_llm_tagger_retries_once_then_records_untagged(server):
-    model = OpenAICompatible(model="m", base_url=server.base_url)
+    model = scripted_model(server)
     server.replies = [
         (200, chat_body('{"chapters": ["Cardiology", 31]}'), 0),
         (200, chat_body('{"chapters": [9]}'), 0),

@@ -53,16 +53,26 @@ def test_key_depends_on_every_request_parameter():
     assert base.content_key("score", ["a"]) != content
 
 
+def _served(model: str = "m", port: int = 8000, **modes) -> OpenAICompatible:
+    # Both modes fixed: `auto` would probe the (absent) server to name its output settings.
+    modes = {"structured_output": "json_schema", "scoring": "ranking", **modes}
+    return OpenAICompatible(model=model, base_url=f"http://127.0.0.1:{port}/v1", **modes)
+
+
 def test_key_depends_on_backend_model_and_output_settings(embedded):
     content = ChatRequest.of("q").content_key("complete")
-    here = OpenAICompatible(model="m", base_url="http://127.0.0.1:8000/v1")
+    here = _served()
     keys = {
         cache_key(embedded, content),
         cache_key(here, content),
-        cache_key(OpenAICompatible(model="n", base_url="http://127.0.0.1:8000/v1"), content),
-        cache_key(OpenAICompatible(model="m", base_url="http://127.0.0.1:8001/v1"), content),
+        cache_key(_served(model="n"), content),
+        cache_key(_served(port=8001), content),
+        cache_key(_served(structured_output="json_object_schema"), content),
+        cache_key(_served(scoring="top_logprobs"), content),
+        cache_key(_served(ranking_samples=3), content),
     }
-    assert len(keys) == 4
+    assert len(keys) == 7
+    assert cache_key(_served(), content) == cache_key(here, content)
     penalty = embedded.repeat_penalty
     try:
         embedded.repeat_penalty = 1.0

@@ -23,7 +23,8 @@ from clinrag.llm.base import ChatRequest
 from clinrag.llm.embedded import EmbeddedLlama, from_settings
 from clinrag.llm.embedded_common import json_schema_to_gbnf
 from clinrag.llm.embedded_wheel import EmbeddedLlamaWheel
-from clinrag.llm.structured import choice_request, complete_structured
+from clinrag.llm.server_scoring import ranking_request
+from clinrag.llm.structured import complete_structured
 
 TOLERANCE = 1e-6
 
@@ -113,10 +114,10 @@ def test_grammar_constrained_json_is_the_same(source, wheel):
         ("Renin, aldosterone, potassium in Conn syndrome?", ["↓ ↓ ↓", "↑ ↓ normal", "↓ ↑ ↑", "↓ ↑ ↓"]),
     ],
 )
-def test_option_choice_by_grammar_is_the_same(source, wheel, question, options):
-    request = choice_request(ChatRequest.of(question), options)
+def test_option_ranking_by_grammar_is_the_same(source, wheel, question, options):
+    request = ranking_request(ChatRequest.of(question), options)
     text = _same_completion(source, wheel, request)
-    assert json.loads(text)["answer"] in options
+    assert set(json.loads(text)["ranking"]) <= set(options)
 
 
 @pytest.mark.parametrize(

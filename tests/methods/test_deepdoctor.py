@@ -21,7 +21,6 @@ from clinrag.literature.http import HttpPolicy
 from clinrag.literature.offline import PubMedQAIndex
 from clinrag.literature.pubmed import PubMedSource
 from clinrag.literature.search import LiteratureSearch
-from clinrag.llm.openai_compat import OpenAICompatible
 from clinrag.methods.base import MethodContext
 from clinrag.methods.deepdoctor import DeepDoctorConfig, DeepDoctorMethod
 from clinrag.methods.registry import get_method
@@ -29,7 +28,7 @@ from clinrag.terms.mesh import MeshIndex, build_mesh_index
 from clinrag.terms.mesh_mapper import MeshMapper
 from tests.literature.literature_server import Fault, LiteratureServer
 from tests.methods.conftest import ddx_symptoms
-from tests.openai_server import LoopbackServer, chat_body
+from tests.openai_server import LoopbackServer, chat_body, scripted_model
 
 PLAN_PROMPT_START = "You look things up in a medical knowledge graph"
 
@@ -81,7 +80,7 @@ def _method(
     literature: LiteratureSearch | None = None,
     **config,
 ):
-    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k")
+    model = scripted_model(server)
     config = {"answer": "generate", **config}
     return DeepDoctorMethod(model, store, DeepDoctorConfig(**config), mesh=mesh, literature=literature)
 

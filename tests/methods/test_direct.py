@@ -9,9 +9,8 @@ import pytest
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Case, Gold, PatientProfile
-from clinrag.llm.openai_compat import OpenAICompatible
 from clinrag.methods.direct import DirectConfig, DirectMethod
-from tests.openai_server import chat_body
+from tests.openai_server import chat_body, ranking_body, scripted_model
 
 
 def _medqa_cases(data_dir: Path, n: int) -> list[Case]:
@@ -90,12 +89,25 @@ def test_an_unparseable_reply_is_a_recorded_failure_not_a_default(data_dir: Path
     # The scripted loopback server stands in for a model server that answers without committing to an
     # option; the embedded model cannot be made to do that on demand.
     server.replies = [(200, chat_body("It could be several of these; more information is needed."), 0.0)]
-    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k", logprobs=False)
+    model = scripted_model(server)
     case = _medqa_cases(data_dir, 1)[0]
     answer = DirectMethod(model).answer(case)
     assert answer.result.choice is None
     assert answer.error.startswith("AnswerParseError")
     assert answer.text == "It could be several of these; more information is needed."
+
+
+def test_score_mode_on_a_chat_only_server_takes_the_ranking(data_dir: Path, server) -> None:
+    # A server without log-probabilities: the letters are ranked, and the step records how they were scored.
+    server.replies = [(200, ranking_body("C", "A"), 0.0)]
+    case = _medqa_cases(data_dir, 1)[0]
+    answer = DirectMethod(scripted_model(server), DirectConfig(mode="score")).answer(case)
+    assert answer.error is None and answer.result.choice == "C"
+    [step] = [s for s in answer.trace.steps if s.name == "score_options"]
+    assert step.output["scoring"] == "ranking"
+    [request] = server.requests
+    ranking = request["response_format"]["json_schema"]["schema"]["properties"]["ranking"]
+    assert ranking["items"]["enum"] == sorted(case.options)
 
 
 def test_unknown_mode_is_refused() -> None:

@@ -13,11 +13,10 @@ from clinrag.eval.datasets import load_dataset
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
 from clinrag.knowledge.tagging import EmbeddingTagger
-from clinrag.llm.openai_compat import OpenAICompatible
 from clinrag.methods.answering import PRIOR_FLOOR, combine
 from clinrag.methods.doctorrag import DoctorRAG, DoctorRAGConfig
 from clinrag.patients.similarity import SimilarPatients
-from tests.openai_server import chat_body
+from tests.openai_server import chat_body, scripted_model
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +98,7 @@ def test_an_unparseable_selection_is_a_recorded_failure(data_dir: Path, server) 
     # The scripted loopback server stands in for a model that replies outside the schema; the embedded
     # model's grammar cannot be made to do that.
     server.replies = [(200, chat_body("I would need to examine the patient first."), 0.0)]
-    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k", structured_output="none")
+    model = scripted_model(server, structured_output="none")
     dataset = load_dataset("dialmed-drugs", data_dir / "dialmed")
     case = dataset.cases[0]
     method = DoctorRAG(model, knowledge=None, tagger=None, patients=None, labels={}, config=DoctorRAGConfig())

@@ -20,13 +20,12 @@ from clinrag.eval.datasets import load_dataset
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
 from clinrag.knowledge.tagging import EmbeddingTagger
-from clinrag.llm.openai_compat import OpenAICompatible
 from clinrag.methods.base import MethodContext
 from clinrag.methods.cot import CoTConfig, CoTMethod
 from clinrag.methods.imedrag import IMedRAGConfig, IMedRAGMethod
 from clinrag.methods.rag import NOTHING_FOUND, DocumentRetriever, RAGConfig, RAGMethod
 from clinrag.methods.registry import get_method
-from tests.openai_server import LoopbackServer, chat_body
+from tests.openai_server import LoopbackServer, chat_body, scripted_model
 
 UNKNOWN_TERMS = "zqxv wplkj"  # shares no term with the corpus: BM25 finds nothing
 
@@ -104,7 +103,7 @@ def plan_server():
 def _imedrag(
     server: QueryPlanServer, corpus: KnowledgeBase, retriever: str = "rrf", **config
 ) -> IMedRAGMethod:
-    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k", concurrency=4)
+    model = scripted_model(server, concurrency=4)
     documents = DocumentRetriever(corpus, k=3, retriever=retriever, tagger=None)
     return IMedRAGMethod(model, documents, IMedRAGConfig(answer="generate", **config))
 
@@ -196,7 +195,7 @@ def test_a_reply_that_is_not_the_query_json_ends_the_iterations_and_is_recorded(
         (200, chat_body("I would look up the causes of anemia."), 0.0),
         (200, chat_body("B"), 0.0),
     ]
-    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k")
+    model = scripted_model(server)
     method = IMedRAGMethod(
         model, DocumentRetriever(corpus, k=3, retriever="rrf", tagger=None), IMedRAGConfig(answer="generate")
     )

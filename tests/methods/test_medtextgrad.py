@@ -17,7 +17,6 @@ import pytest
 from clinrag.core.models import Evidence, Trace
 from clinrag.eval.datasets import load_dataset
 from clinrag.index.tokenize import Tokenizer
-from clinrag.llm.openai_compat import OpenAICompatible
 from clinrag.methods.context import ClinicalContext
 from clinrag.methods.medtextgrad import (
     MedTextGrad,
@@ -25,7 +24,7 @@ from clinrag.methods.medtextgrad import (
     sentence_support,
 )
 from clinrag.tasks.render import case_text
-from tests.openai_server import LoopbackServer, chat_body
+from tests.openai_server import LoopbackServer, chat_body, scripted_model
 
 DELAY = 0.4
 
@@ -114,7 +113,7 @@ PATIENT = "Patient: 30-year-old with fever and cough.\n\nWhat should I do?"
 
 
 def _refine(server: RoleServer, config: MedTextGradConfig, trace: Trace):
-    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k", concurrency=4)
+    model = scripted_model(server, concurrency=4)
     refiner = MedTextGrad(model, config)
     return asyncio.run(
         refiner.arefine(
@@ -210,7 +209,7 @@ def test_an_unchanged_answer_stops_the_loop(role_server) -> None:
 def test_a_critic_that_breaks_its_format_ends_refinement_with_the_answer_kept(role_server) -> None:
     server = role_server(["Rest and fluids."], {"context": ["minor issues"], "patient": ["minor issues"]})
     server.critic_text = "I think the answer is fine overall"
-    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k", structured_output="none")
+    model = scripted_model(server, structured_output="none")
     trace = Trace()
     refinement = asyncio.run(
         MedTextGrad(model, MedTextGradConfig(iterations=2)).arefine(

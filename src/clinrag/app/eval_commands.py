@@ -159,10 +159,13 @@ def eval_compare(
     run_b: Annotated[Path, typer.Argument(help="Run directory B.")],
 ) -> None:
     """Paired statistics of two runs on the same dataset (A − B per metric)."""
-    from clinrag.eval.compare import compare_runs
+    from clinrag.eval.compare import compare_runs, scoring_warning
     from clinrag.eval.report import PAIRED_HEADER, paired_row
 
     comparison = compare_runs(run_a, run_b)
+    warning = scoring_warning({"A": comparison.scoring_a, "B": comparison.scoring_b})
+    if warning:
+        err.print(f"[yellow]warning:[/yellow] {warning}")
     table = Table(
         title=f"A = {comparison.method_a} ({run_a}), B = {comparison.method_b} ({run_b}) on "
         f"{comparison.dataset}: {comparison.n_paired} paired cases",

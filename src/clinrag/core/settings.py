@@ -79,8 +79,16 @@ class Settings(BaseSettings):
     llm_backoff_s: float = Field(default=0.5, ge=0)
     llm_concurrency: int = Field(default=4, ge=1)
     llm_max_tokens: int = Field(default=512, ge=1)
-    llm_structured_output: Literal["json_schema", "json_object", "none"] = "json_schema"
-    llm_logprobs: bool = True
+    # Model servers: how JSON schemas are sent and how options are scored. `auto` probes the server once (kept
+    # in <home>/model_servers.json) and uses what it supports; a value fixes the choice. Echo scoring renders
+    # the chat prompt with the served model's template: its GGUF file or tokenizer_config.json.
+    llm_structured_output: Literal[
+        "auto", "json_schema", "json_object_schema", "guided_json", "json_object", "none"
+    ] = "auto"
+    llm_scoring: Literal["auto", "echo", "top_logprobs", "ranking"] = "auto"
+    llm_chat_template: Path | None = None
+    llm_echo_max_ms_per_token: float = Field(default=5.0, gt=0)
+    llm_ranking_samples: int = Field(default=1, ge=1, le=20)
     llm_replay_path: Path | None = None
     llm_record_path: Path | None = None
     max_prompt_chars: int = Field(default=200_000, ge=1)
@@ -199,6 +207,11 @@ class Settings(BaseSettings):
     @property
     def llm_cache_path(self) -> Path:
         return self.cache_path or self.home / "llm_cache.sqlite"
+
+    @property
+    def model_servers_path(self) -> Path:
+        """What each model server was found to support (`llm/server_probe.py`)."""
+        return self.home / "model_servers.json"
 
     @property
     def knowledge_base_path(self) -> Path:

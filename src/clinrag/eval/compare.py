@@ -41,6 +41,8 @@ class Comparison(BaseModel):
     method_b: str
     model_a: str
     model_b: str
+    scoring_a: str = ""
+    scoring_b: str = ""
     run_a: str
     run_b: str
     n_paired: int
@@ -90,6 +92,8 @@ def compare_runs(
         method_b=config_b.method,
         model_a=config_a.model,
         model_b=config_b.model,
+        scoring_a=config_a.scoring,
+        scoring_b=config_b.scoring,
         run_a=str(run_a.path),
         run_b=str(run_b.path),
         n_paired=len(common),
@@ -98,6 +102,16 @@ def compare_runs(
         metrics=metrics,
         skipped_metrics=skipped,
     )
+
+
+def scoring_warning(scorings: dict[str, str]) -> str | None:
+    """A warning when runs (label → scoring mode) had their options scored in different modes: likelihoods
+    and rank-rule probabilities are different kinds of numbers, so their rankings and metrics differ too."""
+    modes = {mode for mode in scorings.values() if mode}
+    if len(modes) < 2:
+        return None
+    listed = ", ".join(f"{label}: {mode}" for label, mode in scorings.items() if mode)
+    return f"the runs scored options in different modes ({listed}); their rankings are not comparable"
 
 
 def _by_case_id(results: list[CaseResult]) -> dict[str, CaseResult]:

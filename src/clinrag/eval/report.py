@@ -18,7 +18,7 @@ import numpy as np
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.eval import plots
-from clinrag.eval.compare import LOWER_IS_BETTER, Comparison, compare_runs, ordered_metrics
+from clinrag.eval.compare import LOWER_IS_BETTER, Comparison, compare_runs, ordered_metrics, scoring_warning
 from clinrag.eval.results import (
     JUDGE_METRIC,
     CaseResult,
@@ -140,14 +140,15 @@ def _dataset_section(dataset: str, runs: list[_Run], out_dir: Path, stem: str) -
 
 def _runs_table(runs: list[_Run]) -> list[str]:
     metrics = ordered_metrics(name for run in runs for name in run.summary.metrics)
-    header = ["run", "dataset", "method", "model", "n", "errors", *metrics]
+    header = ["run", "dataset", "method", "model", "scoring", "n", "errors", *metrics]
     # Requests served from the response cache cost neither a call nor tokens; shown when there were any.
     cached = any(run.summary.usage.cache_hits for run in runs)
     header += ["calls/case", *(["cache hits/case"] if cached else []), "tokens/case", "wall s"]
     rows = []
     for run in runs:
         s = run.summary
-        cells = [run.label, s.dataset, s.method, s.model, f"{s.n_finished}/{s.n_cases}", str(s.n_errors)]
+        cells = [run.label, s.dataset, s.method, s.model, run.config.scoring or "-"]
+        cells += [f"{s.n_finished}/{s.n_cases}", str(s.n_errors)]
         cells += [_metric_cell(s.metrics.get(name)) for name in metrics]
         cells.append(f"{s.calls_per_case:.2f}")
         if cached:
@@ -169,6 +170,9 @@ def _validity_notes(runs: list[_Run]) -> list[str]:
                 "left out of retrieval, but the other cases of those files were retrievable."
             )
         notes += [f"`{run.label}`: {note}" for note in generator_notes(run.config)]
+    warning = scoring_warning({run.label: run.config.scoring for run in runs})
+    if warning:
+        notes.append(f"Warning: {warning}.")
     if not notes:
         return []
     return ["Validity notes:", "", *(f"- {_cell(note)}" for note in notes), ""]

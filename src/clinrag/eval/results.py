@@ -60,6 +60,7 @@ class RunConfig(BaseModel):
     seed: int = 0
     case_ids: list[str]
     model: str = "none"
+    scoring: str = ""  # how the model scored options (ChatModel.scoring_name); runs in other modes differ
     created_at: str
     corpora: list[Corpus] = Field(default_factory=list)
     overlap: list[str] = Field(default_factory=list)

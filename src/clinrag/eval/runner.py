@@ -176,8 +176,9 @@ class EvalRunner:
         self, request: RunRequest, prepared: PreparedRun, run_dir: RunDirectory
     ) -> RunOutcome:
         method, cases = prepared.method, prepared.cases
-        model_name = method.model.model if getattr(method, "model", None) is not None else "none"
-        config = self._config(request, prepared, model_name)
+        model = getattr(method, "model", None)
+        model_name, scoring = (model.model, model.scoring_name) if model is not None else ("none", "")
+        config = self._config(request, prepared, model_name, scoring)
         self._prepare(run_dir, config)
         run_dir.merge_partitions([case.id for case in cases])  # what a crashed partitioned run finished
         done = {r.case_id for r in run_dir.results()}
@@ -236,7 +237,7 @@ class EvalRunner:
         )
 
     @staticmethod
-    def _config(request: RunRequest, prepared: PreparedRun, model_name: str) -> RunConfig:
+    def _config(request: RunRequest, prepared: PreparedRun, model_name: str, scoring: str) -> RunConfig:
         return RunConfig(
             dataset=prepared.dataset,
             method=request.method,
@@ -246,6 +247,7 @@ class EvalRunner:
             seed=request.seed,
             case_ids=[case.id for case in prepared.cases],
             model=model_name,
+            scoring=scoring,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             corpora=prepared.corpora,
             overlap=prepared.overlap,
@@ -260,7 +262,7 @@ class EvalRunner:
             run_dir.write_config(config)
             return
         previous = run_dir.config()
-        same = ("dataset", "method", "method_params", "case_ids", "model")
+        same = ("dataset", "method", "method_params", "case_ids", "model", "scoring")
         differing = [name for name in same if getattr(previous, name) != getattr(config, name)]
         if differing:
             raise InvalidInputError(

@@ -55,12 +55,14 @@ class Completion(BaseModel):
 
 class OptionScores(BaseModel):
     """Scores of candidate replies. `logprobs[i]` is the summed log-likelihood of option i (None when the
-    backend could not score it, e.g. outside a server's top logprobs or in the generation fallback)."""
+    backend could not score it: outside a server's top logprobs). `method` says how they were obtained:
+    `loglik` in-process, `echo` or `top_logprobs` from a server's log-probabilities, `ranking` from the
+    model's ranked list by the rank rule (`llm/server_scoring.py`)."""
 
     options: list[str]
     logprobs: list[float | None]
     token_counts: list[int]
-    method: Literal["loglik", "top_logprobs", "generation"]
+    method: Literal["loglik", "echo", "top_logprobs", "ranking"]
     usage: Usage = Field(default_factory=Usage)
     cached: bool = False
 
@@ -105,6 +107,12 @@ class ChatModel(ABC):
     def output_settings(self) -> str:
         """Backend settings outside the request that change what the model returns (part of the cache key)."""
         return ""
+
+    @property
+    def scoring_name(self) -> str:
+        """How `score_options` scores (the `OptionScores.method` it returns), as runs and reports record it:
+        runs scored in different modes give different kinds of numbers."""
+        return "loglik"
 
     def complete(self, request: ChatRequest) -> Completion:
         self._validate(request)

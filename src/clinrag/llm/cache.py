@@ -54,6 +54,10 @@ class CachedChatModel(ChatModel):
         self.model = inner.model
         self.max_prompt_chars = inner.max_prompt_chars
 
+    @property
+    def scoring_name(self) -> str:
+        return self.inner.scoring_name
+
     def _key(self, op: str, request: ChatRequest, options: Sequence[str] = ()) -> str:
         return cache_key(self.inner, request.content_key(op, options))
 

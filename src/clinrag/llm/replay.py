@@ -43,6 +43,14 @@ class ReplayChatModel(ChatModel):
         models = {entry.get("model", "") for entry in self._entries.values()}
         self.model = "+".join(sorted(models)) or "empty"
         self.max_prompt_chars = max_prompt_chars
+        entries = self._entries.values()
+        scored = {entry["response"].get("method") for entry in entries if entry.get("op") == "score"}
+        self._scoring = "+".join(sorted(str(method) for method in scored)) or "loglik"
+
+    @property
+    def scoring_name(self) -> str:
+        """The modes the recorded scores were made in."""
+        return self._scoring
 
     def _lookup(self, key: str, request: ChatRequest) -> dict:
         entry = self._entries.get(key)
@@ -77,6 +85,10 @@ class RecordingChatModel(ChatModel):
             raise ConfigError(f"cannot write the recording {path}: {os_reason(exc)}") from exc
         self._known = set(_read_recording(path))
         self._lock = threading.Lock()
+
+    @property
+    def scoring_name(self) -> str:
+        return self.inner.scoring_name
 
     def _write(self, key: str, op: str, request: ChatRequest, options: list[str], response: dict) -> None:
         with self._lock:

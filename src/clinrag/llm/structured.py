@@ -8,8 +8,7 @@ import json_repair
 from pydantic import BaseModel, ValidationError
 
 from clinrag.core.errors import StructuredOutputError, validation_problems
-from clinrag.core.usage import Usage
-from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
+from clinrag.llm.base import ChatModel, ChatRequest, Completion
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -44,37 +43,3 @@ async def acomplete_structured(
 ) -> tuple[M, Completion]:
     completion = await model.acomplete(with_schema(request, schema))
     return parse_structured(completion.text, schema), completion
-
-
-class _Choice(BaseModel):
-    answer: str
-
-
-def choice_request(request: ChatRequest, options: list[str]) -> ChatRequest:
-    """The request constrained to reply `{"answer": <one of options>}`: option choice by generation."""
-    schema = {
-        "type": "object",
-        "properties": {"answer": {"type": "string", "enum": options}},
-        "required": ["answer"],
-        "additionalProperties": False,
-    }
-    return request.model_copy(update={"json_schema": schema})
-
-
-def scores_from_choice(
-    completion: Completion, options: list[str], spent: Usage | None = None
-) -> OptionScores:
-    """Option scores from a generated choice: the chosen option scores 0, the others are unscored.
-    `spent` is the usage of any earlier attempt (e.g. a logprobs request the server ignored)."""
-    chosen = parse_structured(completion.text, _Choice).answer
-    if chosen not in options:
-        raise StructuredOutputError(
-            f"the model chose {chosen!r}, which is not one of the options", completion.text
-        )
-    return OptionScores(
-        options=options,
-        logprobs=[0.0 if option == chosen else None for option in options],
-        token_counts=[1] * len(options),
-        method="generation",
-        usage=completion.usage + (spent or Usage()),
-    )

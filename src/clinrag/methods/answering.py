@@ -53,9 +53,11 @@ async def complete(model: ChatModel, request: ChatRequest, ledger: Ledger, step:
 async def score(
     model: ChatModel, request: ChatRequest, targets: Sequence[str], ledger: Ledger, step: TraceStep
 ) -> OptionScores:
-    """The model's scores of `targets` as replies to `request`, accounted like `complete`."""
+    """The model's scores of `targets` as replies to `request`, accounted like `complete`; the step records
+    how they were scored (likelihoods, or a ranking's rank rule)."""
     scores = await model.ascore_options(request, targets)
     account(ledger, step, scores.usage)
+    step.output["scoring"] = scores.method
     return scores
 
 

@@ -14,5 +14,8 @@ def local_server(settings: Settings) -> OpenAICompatible:
         model=settings.llm_model or "local",
         base_url=f"http://127.0.0.1:{settings.llm_base_url or 8000}/v1",
         api_key="none",
-        logprobs=False,
+        # What the server supports: probed once (`auto`) and kept under the home, or fixed by the settings.
+        structured_output=settings.llm_structured_output,
+        scoring=settings.llm_scoring,
+        probe_cache=settings.model_servers_path,
     )

@@ -1,11 +1,12 @@
 """The consultation's prose layer (`prose=llm`): a model writes the sentences, Med-TextGrad refines them, and
 the evidence check keeps only what the evidence supports; the structured parts never change.
 
-A capable model cannot run here, so a scripted OpenAI-compatible server on loopback (tests/openai_server.py)
-stands in for a capable model server and serves recorded replies — a faithful answer, one with an invented
-dose, one citing evidence that does not exist, one that is not JSON — over real HTTP through the real client.
-The consultation runs for real on the packaged disease table, the check with the real MiniLM embedder, and
-Med-TextGrad's staged calls for real against a server that answers each of its roles."""
+The packaged model is too small to write given sentences on demand, so a scripted OpenAI-compatible server on
+loopback (tests/openai_server.py) stands in for a capable model server and serves recorded replies — a
+faithful answer, one with an invented dose, one citing evidence that does not exist, one that is not JSON —
+over real HTTP through the real client. The consultation runs for real on the packaged disease table, the
+check with the real MiniLM embedder, and Med-TextGrad's staged calls for real against a server that answers
+each of its roles."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ import pytest
 
 from clinrag.core.models import Answer, Case
 from clinrag.core.settings import Settings
-from clinrag.llm.openai_compat import OpenAICompatible
 from clinrag.methods.base import MethodContext
 from clinrag.methods.consult.compose import render
 from clinrag.methods.consult.consultant import Consultant
@@ -27,7 +27,7 @@ from clinrag.methods.consult.prose import Names, ProseWriter
 from clinrag.methods.consult.report import Sentence
 from tests.app.test_cli import run_cli
 from tests.methods.consult.test_consult import README_EXAMPLE
-from tests.openai_server import LoopbackServer, ScriptedServer, chat_body
+from tests.openai_server import SCRIPTED_SETTINGS, LoopbackServer, ScriptedServer, chat_body, scripted_model
 
 KNOWLEDGE = "packaged:faker-diseases"  # the common-disease table alone: the model builds in seconds
 FINDINGS = ["finding:hpo:HP:0001945", "finding:hpo:HP:0031245", "finding:hpo:HP:0033771"]
@@ -99,8 +99,8 @@ def template(consultant: Consultant) -> Answer:
     return ConsultMethod(consultant).answer(Case(id="c", question=README_EXAMPLE))
 
 
-def consult(consultant: Consultant, context: MethodContext, base_url: str, **options) -> Answer:
-    model = OpenAICompatible(model="served-model", base_url=base_url, api_key="k", concurrency=4)
+def consult(consultant: Consultant, context: MethodContext, server: LoopbackServer, **options) -> Answer:
+    model = scripted_model(server, model="served-model", concurrency=4)
     names = Names.of(consultant.differential.model.diseases)
     writer = ProseWriter(model, context.embedder, names, **({"refine_iterations": 0} | options))
     return ConsultMethod(consultant, writer).answer(Case(id="c", question=README_EXAMPLE))
@@ -123,7 +123,7 @@ def structure(answer: Answer) -> str:
 
 def test_a_faithful_reply_is_kept_with_its_citations(consultant, context, template, server) -> None:
     scripted(server, reply(*FAITHFUL))
-    answer = consult(consultant, context, server.base_url)
+    answer = consult(consultant, context, server)
     details = answer.details
     assert details["prose"] == "llm" and details["dropped"] == []
     written = [s for s in details["sentences"] if s["by"] == "llm"]
@@ -144,7 +144,7 @@ def test_a_faithful_reply_is_kept_with_its_citations(consultant, context, templa
 
 def test_an_invented_dose_is_dropped_even_when_flagging(consultant, context, server) -> None:
     scripted(server, reply(*FAITHFUL, DOSE, OTHER_DRUG))
-    dropped = consult(consultant, context, server.base_url)
+    dropped = consult(consultant, context, server)
     assert [s["text"] for s in dropped.details["dropped"]] == [DOSE["text"], OTHER_DRUG["text"]]
     dose, other = dropped.details["dropped"]
     assert any("dose" in reason and "500 mg" in reason for reason in dose["unsupported"])
@@ -153,7 +153,7 @@ def test_an_invented_dose_is_dropped_even_when_flagging(consultant, context, ser
     assert "500" not in dropped.text and "isoniazid" not in dropped.text
     assert len([s for s in dropped.details["sentences"] if s["by"] == "llm"]) == len(FAITHFUL)
 
-    flagged = consult(consultant, context, server.base_url, unsupported="flag")
+    flagged = consult(consultant, context, server, unsupported="flag")
     assert [s["text"] for s in flagged.details["dropped"]] == [DOSE["text"]]
     kept = {s["text"]: s for s in flagged.details["sentences"]}
     assert kept[OTHER_DRUG["text"]]["unsupported"] == other["unsupported"]
@@ -164,7 +164,7 @@ def test_citations_must_exist(consultant, context, server) -> None:
     half = {**FAITHFUL[3], "evidence": [AMOXICILLIN, "graph:Pneumonia|RECOMMEND_DRUG|Penicillin"]}
     uncited = {**FAITHFUL[1], "evidence": []}
     scripted(server, reply(FAITHFUL[0], INVENTED_ID, half, uncited))
-    answer = consult(consultant, context, server.base_url, unsupported="flag")
+    answer = consult(consultant, context, server, unsupported="flag")
     reasons = {s["text"]: s["unsupported"] for s in answer.details["dropped"]}
     assert list(reasons) == [INVENTED_ID["text"], half["text"], uncited["text"]]
     assert "not evidence of this consultation" in reasons[INVENTED_ID["text"]][0]
@@ -175,7 +175,7 @@ def test_citations_must_exist(consultant, context, server) -> None:
 
 def test_invalid_json_falls_back_to_the_templates(consultant, context, template, server) -> None:
     scripted(server, NOT_JSON)
-    answer = consult(consultant, context, server.base_url)
+    answer = consult(consultant, context, server)
     assert answer.details["prose"] == "template" and answer.text == template.text
     assert answer.details["sentences"] == template.details["sentences"]
     assert step(answer, "consult.prose.draft").error_type == "StructuredOutputError"
@@ -185,7 +185,7 @@ def test_invalid_json_falls_back_to_the_templates(consultant, context, template,
 
 def test_when_every_sentence_is_dropped_the_templates_stand(consultant, context, template, server) -> None:
     scripted(server, reply(DOSE, OTHER_DRUG, INVENTED_ID))
-    answer = consult(consultant, context, server.base_url)
+    answer = consult(consultant, context, server)
     assert answer.details["prose"] == "template" and answer.text == template.text
     assert len(answer.details["dropped"]) == 3
 
@@ -197,7 +197,7 @@ def test_when_every_sentence_is_dropped_the_templates_stand(consultant, context,
 )
 def test_the_structured_parts_never_change(consultant, context, template, server, text: str) -> None:
     scripted(server, text)
-    assert structure(consult(consultant, context, server.base_url)) == structure(template)
+    assert structure(consult(consultant, context, server)) == structure(template)
 
 
 class RoleServer(LoopbackServer):
@@ -242,7 +242,7 @@ def role_server():
 
 def test_med_textgrad_refines_the_draft(consultant, context, role_server) -> None:
     server = role_server(reply(*FAITHFUL[:2], DOSE), reply(*FAITHFUL))
-    answer = consult(consultant, context, server.base_url, refine_iterations=1)
+    answer = consult(consultant, context, server, refine_iterations=1)
     assert [s["text"] for s in answer.details["sentences"] if s["by"] == "llm"] == [
         s["text"] for s in FAITHFUL
     ]
@@ -253,7 +253,7 @@ def test_med_textgrad_refines_the_draft(consultant, context, role_server) -> Non
     assert answer.usage.calls == len(server.requests)
 
     broken = role_server(reply(*FAITHFUL[:2]), NOT_JSON)
-    answer = consult(consultant, context, broken.base_url, refine_iterations=1)
+    answer = consult(consultant, context, broken, refine_iterations=1)
     assert step(answer, "consult.prose.refined").error_type == "StructuredOutputError"
     assert [s["text"] for s in answer.details["sentences"] if s["by"] == "llm"] == [
         s["text"] for s in FAITHFUL[:2]
@@ -268,6 +268,7 @@ def test_cli_prose_llm_end_to_end(home, role_server) -> None:
         "CLINRAG_LLM_BASE_URL": server.base_url,
         "CLINRAG_LLM_MODEL": "served-model",
         "CLINRAG_LLM_API_KEY": "k",
+        **SCRIPTED_SETTINGS,
     }
     args = ("consult", "--prose", "llm", "-s", KNOWLEDGE, README_EXAMPLE)
     result = run_cli(*args, "--json", env=env)

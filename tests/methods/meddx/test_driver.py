@@ -24,11 +24,11 @@ from clinrag.methods.meddx.interviewee import Exchange
 from clinrag.methods.meddx.knowledge_agent import GraphSource, KnowledgeAgent
 from clinrag.methods.meddx.method import SPEC, Meddx, MeddxConfig
 from clinrag.patients.similarity import SimilarPatients
-from tests.openai_server import chat_body
+from tests.openai_server import chat_body, ranking_body, scripted_model
 
 
 def _model(server) -> OpenAICompatible:
-    return OpenAICompatible(model="m", base_url=server.base_url, api_key="k")
+    return scripted_model(server)
 
 
 def _reply(payload: dict | str) -> tuple[int, dict, float]:
@@ -39,9 +39,10 @@ def _choose(action: str, thought: str = "next step") -> tuple[int, dict, float]:
     return _reply({"thought": thought, "action": action, "input": ""})
 
 
-def _pick(option: str) -> tuple[int, dict, float]:
-    # Diagnosis scores options written with a leading space (the continuation of "is:").
-    return _reply({"answer": f" {option}"})
+def _pick(option: str, *then: str) -> tuple[int, dict, float]:
+    # A chat-only server ranks the diagnoses: `option` first, then `then`. Diagnosis scores options written
+    # with a leading space (the continuation of "is:"); the ranking names them without it.
+    return 200, ranking_body(option, *then), 0.0
 
 
 def _rank(ddx, gold: str) -> int:
@@ -153,7 +154,8 @@ def test_nothing_found_needs_no_summary_call(server, case, store) -> None:
 
 def test_dynamic_few_shot_shows_the_most_similar_patients(server, ddxplus_interactive, case) -> None:
     records = ddxplus_interactive.experience([case.id])
-    server.replies = [_pick(case.gold.answer)]
+    second = next(text for text in case.options.values() if text != case.gold.answer)
+    server.replies = [_pick(case.gold.answer, second)]
     agent = DiagnosisAgent(_model(server), "dynamic_few_shot", records, ddxplus_interactive.labels, shots=3)
     answer, consultation = Answer(case_id=case.id, method="meddx"), Consultation(case, None)
 
@@ -162,7 +164,10 @@ def test_dynamic_few_shot_shows_the_most_similar_patients(server, ddxplus_intera
     assert [e.id for e in examples] == [r.id for r, _ in expected]
     prompt = server.requests[0]["messages"][-1]["content"]
     assert all(f"Diagnosis: {ddxplus_interactive.labels[r.id][0]}" in prompt for r, _ in expected)
-    assert len(ddx) == 10 and ddx[0].name == case.gold.answer
+    assert len(ddx) == 10 and [d.name for d in ddx[:2]] == [case.gold.answer, second]
+    ranking = server.requests[0]["response_format"]["json_schema"]["schema"]["properties"]["ranking"]
+    assert sorted(ranking["items"]["enum"]) == sorted(case.options.values()) and ranking["maxItems"] == 10
+    assert [s.output["scoring"] for s in answer.trace.steps if "scoring" in s.output] == ["ranking"]
 
 
 def test_fixed_few_shot_uses_distinct_diagnoses_and_never_the_case(server, ddxplus_interactive, case) -> None:

@@ -11,9 +11,8 @@ import pytest
 
 from clinrag.core.errors import InvalidInputError, StructuredOutputError
 from clinrag.eval.datasets import load_dataset
-from clinrag.llm.openai_compat import OpenAICompatible
 from clinrag.methods.meddx.llm_patient import LLMPatient
-from tests.openai_server import chat_body
+from tests.openai_server import chat_body, scripted_model
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +36,7 @@ def test_prompts_hold_the_profile_and_the_dialogue_so_far(server, icraft_case) -
         (200, chat_body(json.dumps({"answer": "yes", "details": "The spots started on my belly."})), 0.0),
         (200, chat_body(json.dumps({"answer": "I don't know", "details": ""})), 0.0),
     ]
-    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k")
+    model = scripted_model(server)
     patient = LLMPatient.for_case(model, icraft_case)
     first = asyncio.run(patient.ask("Do you have spots on your skin?"))
     second = asyncio.run(patient.ask("Have you travelled abroad recently?"))
@@ -56,7 +55,7 @@ def test_prompts_hold_the_profile_and_the_dialogue_so_far(server, icraft_case) -
 
 def test_invalid_reply_is_a_typed_error_and_not_a_turn(server, icraft_case) -> None:
     server.replies = [(200, chat_body('{"answer": "maybe", "details": "hard to say"}'), 0.0)]
-    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k")
+    model = scripted_model(server)
     patient = LLMPatient.for_case(model, icraft_case)
     with pytest.raises(StructuredOutputError):
         asyncio.run(patient.ask("Do you have a fever?"))
@@ -64,7 +63,7 @@ def test_invalid_reply_is_a_typed_error_and_not_a_turn(server, icraft_case) -> N
 
 
 def test_empty_or_huge_question_is_refused(server, icraft_case) -> None:
-    model = OpenAICompatible(model="m", base_url=server.base_url, api_key="k")
+    model = scripted_model(server)
     patient = LLMPatient.for_case(model, icraft_case)
     for question in ("  ", "why? " * 400):
         with pytest.raises(InvalidInputError):
