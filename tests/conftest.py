@@ -13,7 +13,6 @@ from clinrag.llm.embedded import from_settings
 from tests.llama_server import LlamaServer, server_missing
 from tests.openai_server import ScriptedServer
 
-
 # Rich sizes the CLI's consoles when they are created (on import), from COLUMNS: wide enough that no printed
 # line wraps, whatever the length of the temporary paths in it (longer under pytest-xdist).
 os.environ["COLUMNS"] = "400"

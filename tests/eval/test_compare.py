@@ -12,7 +12,7 @@ from scipy import stats as sps
 from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.core.models import Answer, Gold, StructuredResult
 from clinrag.core.usage import Usage
-from clinrag.eval.compare import Comparison, compare_runs
+from clinrag.eval.compare import Comparison, compare_runs, scoring_warning
 from clinrag.eval.results import CaseResult, RunConfig, RunDirectory
 
 Rule = Callable[[dict[str, str]], str]
@@ -211,3 +211,22 @@ def test_judge_quality_scores_are_compared_on_the_cases_both_runs_had_judged(
     (run_b.path / "quality.jsonl").write_text('{"case_id": "medqa-0", "score": "high"}\n', encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"quality\.jsonl:1"):
         compare_runs(run_a.path, run_b.path)
+
+
+def test_runs_scored_in_different_modes_are_flagged_by_compare_and_report(tmp_path: Path, rows: list[dict]):
+    from clinrag.eval.report import write_report
+
+    first = rows[:10]
+    for name, scoring in (("served", "ranking"), ("embedded", "loglik")):
+        run = build_medqa_run(tmp_path / name, first, name, longest_option)
+        run.write_config(run.config().model_copy(update={"scoring": scoring}))
+    comparison = compare_runs(tmp_path / "served", tmp_path / "embedded")
+    assert (comparison.scoring_a, comparison.scoring_b) == ("ranking", "loglik")
+    warning = scoring_warning({"A": comparison.scoring_a, "B": comparison.scoring_b})
+    assert warning is not None and "A: ranking, B: loglik" in warning
+    assert scoring_warning({"A": "loglik", "B": "loglik"}) is None
+
+    report = write_report([tmp_path / "served", tmp_path / "embedded"], tmp_path / "report")
+    text = report.read_text(encoding="utf-8")
+    assert "Warning: the runs scored options in different modes (served: ranking, embedded: loglik)" in text
+    assert "| served | medqa | served | none | ranking |" in text
