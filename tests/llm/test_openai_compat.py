@@ -157,11 +157,13 @@ def test_top_logprobs_without_logprobs_in_the_reply_falls_back_to_a_ranking(serv
     schema = second["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["ranking"]["items"]["enum"] == ["A", "B"]
     assert "logprobs" not in second
+    assert scores.usage.calls == 2  # the ignored logprobs request is accounted too
     # The async path falls back the same way.
     server.requests.clear()
     model = _model(server, scoring="top_logprobs")
     again = asyncio.run(model.ascore_options(ChatRequest.of("Which?"), ["A", "B"]))
     assert again.method == "ranking" and again.logprobs == pytest.approx(scores.logprobs)
+    assert again.usage.calls == 2
     assert (
         len(server.requests) == 2
         and "ranking" in server.requests[1]["response_format"]["json_schema"]["schema"]["properties"]

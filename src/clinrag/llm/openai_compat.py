@@ -268,30 +268,36 @@ class OpenAICompatible(ChatModel):
         mode = self._mode_for(options)
         if mode == "echo":
             return self._echo_scores(request, options, started)
+        spent = Usage()
         if mode == "top_logprobs":
-            params = scoring.top_logprobs_params(
-                self._params(request.model_copy(update={"json_schema": None}))
-            )
+            params = self._top_logprobs_params(request)
             response = self._call(lambda: self._client.chat.completions.create(**params))
             scores = self._letter_scores(response, options, started)
             if scores is not None:
                 return scores
-        return self._ranking_scores(request, options)
+            spent = self._completion(response, started).usage  # the ignored request was paid for too
+        completions = [self._complete(each) for each in self._ranking_requests(request, options)]
+        return self._ranking_result(options, completions, spent)
 
     async def _ascore_options(self, request: ChatRequest, options: list[str]) -> OptionScores:
         started = time.perf_counter()
         mode = await asyncio.to_thread(self._mode_for, options)
         if mode == "echo":
             return await self._aecho_scores(request, options, started)
+        spent = Usage()
         if mode == "top_logprobs":
-            params = scoring.top_logprobs_params(
-                self._params(request.model_copy(update={"json_schema": None}))
-            )
+            params = self._top_logprobs_params(request)
             response = await self._acall(lambda: self._aclient.chat.completions.create(**params))
             scores = self._letter_scores(response, options, started)
             if scores is not None:
                 return scores
-        return await self._aranking_scores(request, options)
+            spent = self._completion(response, started).usage
+        requests = self._ranking_requests(request, options)
+        completions = await asyncio.gather(*(self._acomplete(each) for each in requests))
+        return self._ranking_result(options, list(completions), spent)
+
+    def _top_logprobs_params(self, request: ChatRequest) -> dict[str, Any]:
+        return scoring.top_logprobs_params(self._params(request.model_copy(update={"json_schema": None})))
 
     def _letter_scores(self, response: Any, options: list[str], started: float) -> OptionScores | None:
         found = scoring.letters_from_top_logprobs(self._first_choice(response), options, self._where)
@@ -370,7 +376,11 @@ class OpenAICompatible(ChatModel):
             for i in range(self.ranking_samples)
         ]
 
-    def _ranking_result(self, options: list[str], completions: list[Completion]) -> OptionScores:
+    def _ranking_result(
+        self, options: list[str], completions: list[Completion], spent: Usage
+    ) -> OptionScores:
+        """The rank rule over the completions' rankings; `spent` is the usage of an earlier attempt (a
+        logprobs request the server ignored)."""
         shown = scoring.shown_options(options)
         rankings = []
         for completion in completions:
@@ -383,17 +393,8 @@ class OpenAICompatible(ChatModel):
             logprobs=scoring.rank_rule(rankings, len(options)),
             token_counts=[1] * len(options),
             method="ranking",
-            usage=sum((completion.usage for completion in completions), Usage()),
+            usage=sum((completion.usage for completion in completions), spent),
         )
-
-    def _ranking_scores(self, request: ChatRequest, options: list[str]) -> OptionScores:
-        completions = [self._complete(each) for each in self._ranking_requests(request, options)]
-        return self._ranking_result(options, completions)
-
-    async def _aranking_scores(self, request: ChatRequest, options: list[str]) -> OptionScores:
-        requests = self._ranking_requests(request, options)
-        completions = await asyncio.gather(*(self._acomplete(each) for each in requests))
-        return self._ranking_result(options, list(completions))
 
 
 def _refuses_form(exc: Exception) -> bool:
