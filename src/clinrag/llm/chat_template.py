@@ -22,7 +22,6 @@ SETTING = "CLINRAG_LLM_CHAT_TEMPLATE"
 
 @dataclass(frozen=True)
 class ChatTemplate:
-    source: Path
     eos_text: str
     render_messages: Callable[[list[dict[str, str]]], str]
 
@@ -39,7 +38,7 @@ def load_chat_template(path: Path) -> ChatTemplate:
         raise ConfigError(
             f"{path} holds no chat template ({SETTING}): it is a base model, not an instruct one"
         )
-    return ChatTemplate(path, eos, chat_template_renderer(template, eos_token=eos, bos_token=bos))
+    return ChatTemplate(eos, chat_template_renderer(template, eos_token=eos, bos_token=bos))
 
 
 def _from_gguf(path: Path) -> tuple[str, str, str]:

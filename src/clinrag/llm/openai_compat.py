@@ -27,7 +27,7 @@ from clinrag.core.errors import (
 from clinrag.core.remote import RetryPolicy, acall_with_retries, call_with_retries, make_clients
 from clinrag.core.settings import Settings, redact_url
 from clinrag.core.usage import Usage
-from clinrag.llm import server_scoring as scoring
+from clinrag.llm import server_scoring
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
 from clinrag.llm.chat_template import ChatTemplate, load_chat_template
 from clinrag.llm.server_probe import ServerCapabilities, ServerProbe, StructuredForm, structured_params
@@ -135,7 +135,7 @@ class OpenAICompatible(ChatModel):
         return "top_logprobs" if self.capabilities.chat_logprobs else "ranking"
 
     def _mode_for(self, options: list[str]) -> ScoringMode:
-        return self._letters_mode() if scoring.single_characters(options) else self.scoring
+        return self._letters_mode() if server_scoring.single_characters(options) else self.scoring
 
     def _chat_template(self) -> ChatTemplate:
         if self._template is None:
@@ -297,10 +297,12 @@ class OpenAICompatible(ChatModel):
         return self._ranking_result(options, list(completions), spent)
 
     def _top_logprobs_params(self, request: ChatRequest) -> dict[str, Any]:
-        return scoring.top_logprobs_params(self._params(request.model_copy(update={"json_schema": None})))
+        return server_scoring.top_logprobs_params(
+            self._params(request.model_copy(update={"json_schema": None}))
+        )
 
     def _letter_scores(self, response: Any, options: list[str], started: float) -> OptionScores | None:
-        found = scoring.letters_from_top_logprobs(self._first_choice(response), options, self._where)
+        found = server_scoring.letters_from_top_logprobs(self._first_choice(response), options, self._where)
         if found is None:
             return None  # the server sent no logprobs, or none of the options: rank them instead
         return OptionScores(
@@ -317,10 +319,10 @@ class OpenAICompatible(ChatModel):
         return prompt, [prompt + option + template.eos_text for option in options]
 
     def _echo_result(self, options: list[str], base: Any, replies: list[Any], started: float) -> OptionScores:
-        before = scoring.prompt_tokens(base, self._where)
-        counts = [scoring.prompt_tokens(reply, self._where) - before for reply in replies]
+        before = server_scoring.prompt_tokens(base, self._where)
+        counts = [server_scoring.prompt_tokens(reply, self._where) - before for reply in replies]
         logprobs = [
-            scoring.continuation_logprob(reply, count, self._where)
+            server_scoring.continuation_logprob(reply, count, self._where)
             for reply, count in zip(replies, counts, strict=True)
         ]
         evaluated = before + sum(counts)
@@ -336,10 +338,14 @@ class OpenAICompatible(ChatModel):
 
     def _echo_scores(self, request: ChatRequest, options: list[str], started: float) -> OptionScores:
         prompt, texts = self._echo_texts(request, options)
-        base = self._call(lambda: self._client.completions.create(**scoring.plain_params(self.model, prompt)))
+        base = self._call(
+            lambda: self._client.completions.create(**server_scoring.plain_params(self.model, prompt))
+        )
         replies = [
             self._call(
-                lambda text=text: self._client.completions.create(**scoring.echo_params(self.model, text))
+                lambda text=text: self._client.completions.create(
+                    **server_scoring.echo_params(self.model, text)
+                )
             )
             for text in texts
         ]
@@ -348,13 +354,13 @@ class OpenAICompatible(ChatModel):
     async def _aecho_scores(self, request: ChatRequest, options: list[str], started: float) -> OptionScores:
         prompt, texts = self._echo_texts(request, options)
         base = await self._acall(
-            lambda: self._aclient.completions.create(**scoring.plain_params(self.model, prompt))
+            lambda: self._aclient.completions.create(**server_scoring.plain_params(self.model, prompt))
         )
         replies = await asyncio.gather(
             *(
                 self._acall(
                     lambda text=text: self._aclient.completions.create(
-                        **scoring.echo_params(self.model, text)
+                        **server_scoring.echo_params(self.model, text)
                     )
                 )
                 for text in texts
@@ -365,7 +371,7 @@ class OpenAICompatible(ChatModel):
     def _ranking_requests(self, request: ChatRequest, options: list[str]) -> list[ChatRequest]:
         """One request per sample: one at the request's own temperature, or several sampled with their own
         seeds."""
-        ranked = scoring.ranking_request(request, scoring.shown_options(options))
+        ranked = server_scoring.ranking_request(request, server_scoring.shown_options(options))
         if self.ranking_samples == 1:
             return [ranked]
         seed = ranked.seed or 0
@@ -381,16 +387,16 @@ class OpenAICompatible(ChatModel):
     ) -> OptionScores:
         """The rank rule over the completions' rankings; `spent` is the usage of an earlier attempt (a
         logprobs request the server ignored)."""
-        shown = scoring.shown_options(options)
+        shown = server_scoring.shown_options(options)
         rankings = []
         for completion in completions:
-            ranked = scoring.parsed_ranking(completion.text, shown)
+            ranked = server_scoring.parsed_ranking(completion.text, shown)
             if not ranked:
                 raise StructuredOutputError("the model's ranking names none of the options", completion.text)
             rankings.append(ranked)
         return OptionScores(
             options=options,
-            logprobs=scoring.rank_rule(rankings, len(options)),
+            logprobs=server_scoring.rank_rule(rankings, len(options)),
             token_counts=[1] * len(options),
             method="ranking",
             usage=sum((completion.usage for completion in completions), spent),

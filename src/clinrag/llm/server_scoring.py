@@ -23,12 +23,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from clinrag.core.errors import ModelReplyError
+from clinrag.core.models import DDX_SIZE
 from clinrag.llm.base import ChatRequest, Message
 from clinrag.llm.structured import parse_structured
 
 # Letters are scored from the first generated token; servers return at most 20 alternatives a position.
 TOP_LOGPROBS = 20
-RANKED = 10  # the ranking lists this many options (all of them when fewer), like a differential
 
 
 def single_characters(options: list[str]) -> bool:
@@ -102,7 +102,8 @@ class Ranking(BaseModel):
 
 
 def ranking_size(options: list[str]) -> int:
-    return min(RANKED, len(options))
+    """A ranking lists as many options as a differential (all of them when fewer)."""
+    return min(DDX_SIZE, len(options))
 
 
 def ranking_schema(shown: list[str]) -> dict[str, Any]:
