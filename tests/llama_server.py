@@ -4,7 +4,6 @@ GGUF on loopback: the real production path, started once per test session by the
 from __future__ import annotations
 
 import importlib.util
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 import httpx
 
 from clinrag.llm.embedded_common import packaged_model_path
+from tests.loopback import free_port
 
 
 def server_missing() -> str | None:
@@ -25,18 +25,12 @@ def server_missing() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 class LlamaServer:
     """`python -m llama_cpp.server` on 127.0.0.1 with every position's logits kept (for echo)."""
 
     def __init__(self, log_path: Path, model_path: Path | None = None, startup_s: float = 120.0) -> None:
         self.model_path = model_path or packaged_model_path()
-        self.port = _free_port()
+        self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.model = "smollm2"
         command = [

@@ -4,7 +4,6 @@ starting clinrag's own server; a URI where nothing answers is one typed line and
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from clinrag.graph.falkordb_server import STATE_FILE
 from clinrag.graph.falkordb_store import FalkorDBStore
 from tests.app.test_cli import run_cli
 from tests.faults.test_unwritable_places import WIDE, _one_line_error
+from tests.loopback import free_port
 
 
 @pytest.fixture
@@ -26,12 +26,6 @@ def served(tmp_path: Path) -> Iterator[FalkorDBStore]:
 
 def _no_server_of_its_own(home: Path) -> bool:
     return not (home / "graph" / "falkordb" / STATE_FILE).exists()
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_counts_and_action_read_the_configured_graph(served: FalkorDBStore, isolated_home: Path) -> None:
@@ -67,7 +61,7 @@ def test_build_writes_into_the_configured_graph(served: FalkorDBStore, isolated_
     ids=["counts", "action", "build"],
 )
 def test_a_uri_where_nothing_answers_is_a_typed_error(args: list[str], isolated_home: Path) -> None:
-    uri = f"redis://127.0.0.1:{_closed_port()}"
+    uri = f"redis://127.0.0.1:{free_port()}"
     result = run_cli("graph", *args, env={**WIDE, "CLINRAG_GRAPH_URI": uri})
     _one_line_error(result, "GraphUnavailableError", f"FalkorDB at {uri} is not reachable")
     assert _no_server_of_its_own(isolated_home)

@@ -5,7 +5,6 @@ URL are refused rather than sent as Basic auth in place of the configured bearer
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,8 @@ from clinrag.llm.openai_compat import OpenAICompatible
 from tests.app.test_cli import run_cli
 from tests.embed.embeddings_server import EmbeddingsServer
 from tests.faults.test_unwritable_places import WIDE, _one_line_error
+from tests.loopback import free_port
 from tests.openai_server import ScriptedServer, chat_body, scripted_model
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_config_show_masks_secrets_in_query_strings(tmp_path: Path) -> None:
@@ -44,7 +38,7 @@ def test_config_show_masks_secrets_in_query_strings(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", [["llm", "chat", "hi"], ["embed", "hi"]], ids=["chat", "embeddings"])
 def test_model_unavailable_errors_mask_secrets_in_query_strings(command: list[str]) -> None:
-    url = f"http://127.0.0.1:{_closed_port()}/v1?api_key=sk-query-5"
+    url = f"http://127.0.0.1:{free_port()}/v1?api_key=sk-query-5"
     env = {
         **WIDE,
         "CLINRAG_LLM_BACKEND": "openai",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,12 +22,7 @@ from clinrag.core.settings import load_settings
 from clinrag.graph.falkordb_server import STATE_FILE, FalkorDBServer
 from clinrag.patients.base import PatientBase
 from clinrag.patients.loaders import load_patient_dataset
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.loopback import free_port
 
 
 @pytest.fixture
@@ -65,7 +59,7 @@ def _serve(port: int, patients: Path) -> subprocess.Popen[str]:
 def test_a_signal_stops_serve_and_the_graph_server_it_started(
     graph_dir: Path, patients: Path, stop: signal.Signals
 ) -> None:
-    port = _free_port()
+    port = free_port()
     process = _serve(port, patients)
     try:
         body = {"method": "graph-infer", "task": "diagnosis", "text": "fever and cough"}
