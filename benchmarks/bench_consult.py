@@ -10,7 +10,13 @@
 (iii) `clinrag consult` as a user runs it on the README example: the first run on an empty home (the disease
     model is built) and a warm run, wall time and peak RSS of each, and their ratio.
 (iv) Finding extraction on the dev texts (tests/data/consult/findings_dev.jsonl): milliseconds per text with
-    the matching by meaning (MiniLM) against phrase matching alone, and their ratio.
+    the matching by meaning (MiniLM) against phrase matching alone, and their ratio; the precision and
+    recall of every finding there, with the compiled pipeline of the packaged knowledge.
+(v) Speed on a warm home: a consultation in process (p50 over the development presentations) against the
+    whole `clinrag consult` process, and `POST /v1/consult` on a running `clinrag serve` (p50, one client)
+    against the in-process p50; the compiled pipeline's load (the concept ruler saved with its phrase
+    matcher) against spaCy's SpanRuler adding its patterns again, as its own `from_disk` does.
+(vi) The development presentations (presentations_dev*.jsonl) on the packaged knowledge: top-3 hits.
 
     python benchmarks/bench_consult.py --data ../shared/data --limit 200 --seed 0
 """
@@ -20,11 +26,15 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import httpx
 
 from clinrag.core.settings import Settings
 from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
@@ -37,6 +47,8 @@ README_EXAMPLE = (
 CONSULT_DATA = Path(__file__).parents[1] / "tests" / "data" / "consult"
 PRESENTATIONS = CONSULT_DATA / "common_presentations.jsonl"
 FINDINGS_DEV = CONSULT_DATA / "findings_dev.jsonl"
+DEV_PRESENTATIONS = (CONSULT_DATA / "presentations_dev.jsonl", CONSULT_DATA / "presentations_dev2.jsonl")
+API_REQUESTS = 20
 
 
 def evaluate(settings: Settings, out: Path, **request) -> dict[str, float]:
@@ -70,7 +82,7 @@ def extraction_ms() -> tuple[float, float]:
     from clinrag.methods.consult.vocabulary import Vocabulary
 
     lay = sorted({name for disease in DISEASE_CORRELATIONS.values() for name in disease["symptoms"]})
-    vocabulary = Vocabulary.from_hpo().merge(Vocabulary.from_names(lay, "faker-diseases"))
+    vocabulary = Vocabulary.from_hpo().merge(Vocabulary.of_source("packaged:faker-diseases", lay))
     texts = [json.loads(line)["text"] for line in FINDINGS_DEV.read_text(encoding="utf-8").splitlines()]
     timings = []
     for extractor in (
@@ -83,6 +95,97 @@ def extraction_ms() -> tuple[float, float]:
             extractor.extract(text)
         timings.append((time.perf_counter() - started) * 1000 / len(texts))
     return timings[0], timings[1]
+
+
+def findings_scores(home: Path) -> tuple[float, float]:
+    """(precision, recall) of every finding of the dev texts, by the compiled pipeline of the packaged
+    knowledge (a gold "A|B" accepts either concept)."""
+    from clinrag.methods.base import MethodContext
+    from clinrag.methods.consult.method import ConsultConfig, build_consultant
+
+    consultant = build_consultant(MethodContext(settings=Settings(home=home)), ConsultConfig())
+    extractor = consultant.extractors("en")
+    predicted = gold = correct = 0
+    for line in FINDINGS_DEV.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        got: dict[str, str] = {}
+        for finding in extractor.extract(row["text"]).findings:
+            got.setdefault(finding.concept_id, finding.status)
+        predicted += len(got)
+        for names, status in row["findings"].items():
+            ids = {extractor.vocabulary.lookup(name).id for name in names.split("|")}
+            gold += 1
+            correct += any(got.get(concept) == status for concept in ids)
+    return correct / predicted, correct / gold
+
+
+def in_process_ms(home: Path) -> float:
+    """p50 milliseconds of one consultation (findings to cited answer) in a warm process."""
+    from clinrag.core.models import Case
+    from clinrag.methods.base import MethodContext
+    from clinrag.methods.consult.method import ConsultConfig, ConsultMethod, build_consultant
+
+    method = ConsultMethod(build_consultant(MethodContext(settings=Settings(home=home)), ConsultConfig()))
+    texts = [json.loads(line)["text"] for path in DEV_PRESENTATIONS for line in path.open(encoding="utf-8")]
+    method.answer(Case(id="warm", question=texts[0]))
+    timings = []
+    for k, text in enumerate(texts):
+        started = time.perf_counter()
+        method.answer(Case(id=f"c{k}", question=text))
+        timings.append((time.perf_counter() - started) * 1000)
+    return statistics.median(timings)
+
+
+def api_ms(home: Path) -> float:
+    """p50 milliseconds of POST /v1/consult (the README example) on `clinrag serve` over loopback."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {"CLINRAG_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    command = [sys.executable, "-m", "clinrag", "serve", "--port", str(port), "--log-level", "warning"]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if server.poll() is not None:
+                raise SystemExit(server.stderr.read().decode() if server.stderr else "the server exited")
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.3)
+        body = {"text": README_EXAMPLE}
+        with httpx.Client(timeout=300) as client:
+            client.post(f"{url}/v1/consult", json=body).raise_for_status()  # builds the method once
+            timings = []
+            for _ in range(API_REQUESTS):
+                started = time.perf_counter()
+                client.post(f"{url}/v1/consult", json=body).raise_for_status()
+                timings.append((time.perf_counter() - started) * 1000)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return statistics.median(timings)
+
+
+def ruler_loads(home: Path) -> tuple[float, float]:
+    """Seconds to load the compiled English pipeline, and to give a plain SpanRuler its patterns again."""
+    import spacy
+    import srsly
+
+    from clinrag.methods.consult import findings  # noqa: F401  (registers the pipeline's factories)
+
+    (folder,) = home.glob("consult-*/compiled-*/pipeline-en")
+    started = time.perf_counter()
+    spacy.load(folder)
+    compiled = time.perf_counter() - started
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("span_ruler", config={"phrase_matcher_attr": "LOWER"})
+    patterns = list(srsly.read_jsonl(folder / "concepts" / "patterns"))
+    started = time.perf_counter()
+    ruler.add_patterns(patterns)
+    return compiled, time.perf_counter() - started
 
 
 def main() -> None:
@@ -102,15 +205,26 @@ def main() -> None:
             scratch_dir / "text",
             dataset="ddxplus-text",
             method="consult",
-            params={"knowledge": f"ddxplus:{ddxplus}"},
+            params={"sources": f"ddxplus:{ddxplus}"},
             **sample,
         )
         codes = evaluate(settings, scratch_dir / "codes", dataset="ddxplus", method="knn-vote", **sample)
         common = evaluate(
             settings, scratch_dir / "common", dataset="text-cases", method="consult", data_path=PRESENTATIONS
         )
-        first_s, first_mb = timed_consult(scratch_dir / "fresh-home")
-        warm_s, warm_mb = timed_consult(scratch_dir / "fresh-home")
+        dev = [
+            evaluate(
+                settings, scratch_dir / f"dev{k}", dataset="text-cases", method="consult", data_path=path
+            )
+            for k, path in enumerate(DEV_PRESENTATIONS)
+        ]
+        home = scratch_dir / "fresh-home"
+        first_s, first_mb = timed_consult(home)
+        warm_s, warm_mb = timed_consult(home)
+        precision, recall = findings_scores(home)
+        consult_ms = in_process_ms(home)
+        post_ms = api_ms(home)
+        compiled_load_s, ruler_add_s = ruler_loads(home)
     phrases_ms, meaning_ms = extraction_ms()
 
     print(
@@ -127,10 +241,20 @@ def main() -> None:
                 "presentations": sum(1 for _ in PRESENTATIONS.open()),
                 "presentations_top1": round(common["gtpa@1"], 4),
                 "presentations_top3": round(common["gtpa@3"], 4),
+                "dev_presentations_top3": [round(d["gtpa@3"], 4) for d in dev],
+                "findings_dev_precision": round(precision, 3),
+                "findings_dev_recall": round(recall, 3),
                 "first_run_s": round(first_s, 1),
-                "warm_run_s": round(warm_s, 1),
+                "warm_run_s": round(warm_s, 2),
                 "first_vs_warm": round(first_s / warm_s, 2),
                 "peak_rss_mb": round(max(first_mb, warm_mb)),
+                "in_process_p50_ms": round(consult_ms, 1),
+                "in_process_vs_warm_run": round(consult_ms / 1000 / warm_s, 4),
+                "api_p50_ms": round(post_ms, 1),
+                "api_vs_in_process": round(post_ms / consult_ms, 2),
+                "pipeline_load_s": round(compiled_load_s, 2),
+                "span_ruler_add_patterns_s": round(ruler_add_s, 2),
+                "pipeline_load_vs_add_patterns": round(compiled_load_s / ruler_add_s, 2),
                 "extract_phrases_ms": round(phrases_ms, 2),
                 "extract_meaning_ms": round(meaning_ms, 2),
                 "meaning_vs_phrases": round(meaning_ms / phrases_ms, 2),

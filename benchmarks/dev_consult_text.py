@@ -41,7 +41,7 @@ def main() -> None:
     context = MethodContext(
         settings=load_settings(data_dir=folder.parent), experience=coded.records, labels=coded.labels
     )
-    consultant = build_consultant(context, ConsultConfig(knowledge=f"ddxplus:{folder}"))
+    consultant = build_consultant(context, ConsultConfig(sources=f"ddxplus:{folder}"))
     names = [disease.name for disease in consultant.differential.model.diseases]
     by_id = {alias: c.id for c in consultant.differential.vocabulary.concepts for alias in c.ids}
     records = {record.id: record for record in coded.records}

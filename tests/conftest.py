@@ -1,4 +1,5 @@
-"""Shared fixtures: the real data beside the checkout, an isolated clinrag home, the embedded model."""
+"""Shared fixtures: the real data beside the checkout, an isolated clinrag home, the embedded model, a home
+holding the packaged disease model; and the test tiers (unit, integration, slow) given to every test."""
 
 from __future__ import annotations
 
@@ -16,6 +17,35 @@ from tests.openai_server import ScriptedServer
 # Rich sizes the CLI's consoles when they are created (on import), from COLUMNS: wide enough that no printed
 # line wraps, whatever the length of the temporary paths in it (longer under pytest-xdist).
 os.environ["COLUMNS"] = "400"
+
+# Test tiers (pyproject.toml registers the markers; `bash scripts/test.sh --fast` runs the unit tier alone):
+# - unit: in-process logic on small data: no server, no model, no subprocess; each test well under a second.
+# - integration: a real server (FalkorDB, llama.cpp, the HTTP app, a headless browser, a loopback HTTP test
+#   server, a Dask cluster), a model (SmolLM2, MiniLM), a build of the packaged knowledge, the CLI in a
+#   subprocess.
+# - slow: the embedded model over many inputs, or a test that takes over about 20 s.
+# A tier marker on a test or on its module (`pytestmark`) wins. Otherwise a test that uses one of these
+# fixtures, directly or through another fixture, is integration, and every other test is unit; so a test that
+# starts a server, a model or a subprocess itself says so with its own marker. The CLI run in this process by
+# typer's CliRunner (`invoke_cli` in tests/app/test_cli.py) is no subprocess.
+INTEGRATION_FIXTURES = frozenset(
+    {
+        # servers: scripted loopback HTTP servers, llama.cpp, FalkorDB, Neo4j, the HTTP app, Dask, Chromium
+        "server", "lit_server", "embeddings_server", "chunk_server", "plan_server", "role_server",
+        "marker_server", "llama_server", "store", "graph_home", "neo4j_store", "live", "secured", "served",
+        "browser", "client",
+        # models and what is built with them
+        "embedded", "minilm_embedder", "minilm", "source_embedded", "consult_home", "web_kb",
+    }
+)  # fmt: skip
+TIERS = ("unit", "integration", "slow")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if not any(item.get_closest_marker(tier) for tier in TIERS):
+            tier = "integration" if INTEGRATION_FIXTURES.intersection(item.fixturenames) else "unit"
+            item.add_marker(tier)
 
 
 def _data_dir() -> Path:
@@ -78,3 +108,21 @@ def minilm_embedder():
     from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
 
     return MiniLMOnnxEmbedder()
+
+
+@pytest.fixture(scope="session")
+def consult_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A clinrag home holding the consultation's default knowledge compiled (the packaged disease model, the
+    vocabulary, the English finding pipeline), built once per test session (per xdist worker: about 15 s on
+    two cores); a consultant opened on it loads it in about a second. No CLINRAG_* setting from the
+    developer's shell reaches the build."""
+    from clinrag.methods.base import MethodContext
+    from clinrag.methods.consult.method import ConsultConfig, build_consultant
+
+    home = tmp_path_factory.mktemp("consult-home")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if name.startswith("CLINRAG_"):
+                patch.delenv(name)
+        build_consultant(MethodContext(settings=Settings(home=home)), ConsultConfig())
+    return home

@@ -1,5 +1,5 @@
-"""The package's shape, read from its source: no import circle, arrows pointing down the layers (DESIGN.md),
-settings loaded only by the application, and one answering kernel."""
+"""The package's shape, read from its source: no import circle, arrows pointing down the layers (README
+"Layout"), settings loaded only by the application, and one answering kernel."""
 
 from __future__ import annotations
 
@@ -9,8 +9,23 @@ from pathlib import Path
 import clinrag
 
 ROOT = Path(clinrag.__file__).parent
-# Each layer may import only what is listed below it; the rest of the package is under `methods`.
-UPPER = ("clinrag.methods", "clinrag.eval", "clinrag.scale", "clinrag.app")
+# The layers in the README's order, lowest first: a module imports from its own layer and those before it.
+LAYERS = (
+    "core",
+    "llm",
+    "embed",
+    "index",
+    "terms",
+    "knowledge",
+    "patients",
+    "graph",
+    "literature",
+    "tasks",
+    "methods",
+    "eval",
+    "scale",
+    "app",
+)
 
 
 def module_name(path: Path) -> str:
@@ -28,9 +43,9 @@ def resolve(name: str) -> str | None:
     return name or None
 
 
-def imports(path: Path) -> set[str]:
-    """Every clinrag module the file imports at run time, wherever the import statement stands (imports
-    under `if TYPE_CHECKING:` are not run)."""
+def imports(path: Path, *, typing: bool) -> set[str]:
+    """Every clinrag module the file imports, wherever the import statement stands; those under
+    `if TYPE_CHECKING:` (never run, so no circle) only with `typing`."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     typing_only = {
         id(node)
@@ -40,7 +55,7 @@ def imports(path: Path) -> set[str]:
     }
     found: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
+        if id(node) in typing_only and not typing:
             continue
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -52,7 +67,9 @@ def imports(path: Path) -> set[str]:
     return found - {module_name(path)}
 
 
-GRAPH = {name: imports(path) for name, path in MODULES.items()}
+GRAPH = {name: imports(path, typing=False) for name, path in MODULES.items()}  # what runs
+# What the code depends on, its type annotations included: a layer's types belong to it or to those below.
+DEPENDENCIES = {name: imports(path, typing=True) for name, path in MODULES.items()}
 
 
 def cycles() -> list[list[str]]:
@@ -88,24 +105,31 @@ def cycles() -> list[list[str]]:
 
 
 def layer(module: str) -> int:
+    if module == "clinrag":  # the package itself: its version
+        return 0
     if module == "clinrag.__main__":  # `python -m clinrag`: the application's entry point
-        return len(UPPER)
-    return next((rank for rank, top in enumerate(UPPER, 1) if module.startswith(top)), 0)
+        return LAYERS.index("app")
+    return LAYERS.index(module.split(".")[1])
 
 
 def test_no_import_cycles() -> None:
     assert cycles() == []
 
 
+def test_every_package_has_a_layer() -> None:
+    packages = {name.split(".")[1] for name in MODULES if name.count(".") and name != "clinrag.__main__"}
+    assert packages == set(LAYERS)
+
+
 def test_arrows_point_down_the_layers() -> None:
     upward = sorted(
         (module, target)
-        for module, targets in GRAPH.items()
+        for module, targets in DEPENDENCIES.items()
         for target in targets
         if layer(target) > layer(module)
     )
     assert upward == []
-    assert any(layer(m) == 0 for m in GRAPH) and any(layer(m) == 4 for m in GRAPH)  # the check sees both ends
+    assert any(DEPENDENCIES[name] - GRAPH[name] for name in MODULES)  # the check sees type-only imports
 
 
 def test_only_the_application_loads_settings() -> None:

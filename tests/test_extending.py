@@ -15,6 +15,7 @@ import pytest
 from clinrag.core.errors import ConfigError
 from clinrag.core.settings import load_settings
 from clinrag.eval.results import RunDirectory
+from clinrag.llm.factory import build_chat_model
 from clinrag.methods.registry import method_names
 from tests.app.test_cli import run_cli
 from tests.openai_server import SCRIPTED_SETTINGS, chat_body, ranking_body
@@ -27,6 +28,7 @@ def run_with_example(*args: str, env: dict | None = None):
     return run_cli(*args, env={"PYTHONPATH": path, **(env or {})})
 
 
+@pytest.mark.integration
 def test_a_method_and_a_dataset_from_a_package_are_listed_and_run(data_dir: Path, tmp_path: Path) -> None:
     methods, datasets = run_with_example("eval", "methods"), run_with_example("eval", "datasets")
     assert "shortest-option" in methods.stdout and "mcq-jsonl" in datasets.stdout
@@ -83,4 +85,4 @@ def test_a_chat_backend_from_a_package_answers_over_http(server) -> None:
     [request] = server.requests
     assert "ranking" in request["response_format"]["json_schema"]["schema"]["properties"]
     with pytest.raises(ConfigError, match="unknown chat backend 'local-server'"):
-        load_settings(llm_backend="local-server")  # not installed in this process
+        build_chat_model(load_settings(llm_backend="local-server"))  # not installed in this process

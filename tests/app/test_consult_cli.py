@@ -1,6 +1,6 @@
-"""`clinrag consult` as a user runs it: a real subprocess on the packaged knowledge (one clinrag home for the
-module, so the disease model is built once), the README's example, an interactive session answered through
-standard input, and clean errors for bad input."""
+"""`clinrag consult` as a user runs it, through typer's CliRunner, on the packaged knowledge (the session's
+clinrag home, where the disease model is built once): the README's example, an interactive session answered
+through standard input, and clean errors for bad input, non-UTF-8 standard input in a real subprocess."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ import sys
 
 import pytest
 
-from tests.app.test_cli import _assert_clean_failure, run_cli
+from tests.app.test_cli import _assert_clean_failure, invoke_cli
 from tests.methods.consult.test_consult import README_EXAMPLE, UNCITED_KINDS
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    return {"CLINRAG_HOME": str(tmp_path_factory.mktemp("consult-cli-home"))}
+def home(consult_home):
+    return {"CLINRAG_HOME": str(consult_home)}
 
 
 def test_readme_example_answer(home) -> None:
-    result = run_cli("consult", README_EXAMPLE, "--json", env=home, timeout=600)
+    result = invoke_cli("consult", README_EXAMPLE, "--json", env=home)
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
     assert {"Pneumonia", "Acute Bronchitis"} & {d["name"] for d in answer["result"]["ddx"][:3]}
@@ -29,7 +29,7 @@ def test_readme_example_answer(home) -> None:
         assert sentence["evidence"] or sentence["kind"] in UNCITED_KINDS
         assert set(sentence["evidence"]) <= known
         assert sentence["text"] in answer["text"]
-    printed = run_cli("consult", README_EXAMPLE, env=home)
+    printed = invoke_cli("consult", README_EXAMPLE, env=home)
     assert printed.returncode == 0, printed.stderr
     for part in ("findings", "pleuritic chest pain", "differential", "Pneumonia", "Answer", "see a doctor"):
         assert part in printed.stdout
@@ -37,7 +37,7 @@ def test_readme_example_answer(home) -> None:
 
 def test_interactive_session_through_stdin(home) -> None:
     replies = "yes\nno\nmaybe\nno\n"  # "maybe" is not an answer: the third question is asked again
-    result = run_cli("consult", "-i", README_EXAMPLE, "--max-questions", "3", stdin=replies, env=home)
+    result = invoke_cli("consult", "-i", README_EXAMPLE, "--max-questions", "3", stdin=replies, env=home)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     asked = [line.split(" (yes")[0].split(". ", 1) for line in out.splitlines() if line.startswith("Q")]
@@ -49,10 +49,10 @@ def test_interactive_session_through_stdin(home) -> None:
 
 
 def test_input_errors_are_clean(home) -> None:
-    _assert_clean_failure(run_cli("consult", "   ", env=home), "empty")
-    _assert_clean_failure(run_cli("consult", "cough", "--patients", "ddxplus", env=home), "DATASET:PATH")
-    _assert_clean_failure(run_cli("consult", "cough", "--patients", "synthetic:x", env=home), "synthetic")
-    raw = subprocess.run(
+    _assert_clean_failure(invoke_cli("consult", "   ", env=home), "empty")
+    _assert_clean_failure(invoke_cli("consult", "cough", "--patients", "ddxplus", env=home), "DATASET:PATH")
+    _assert_clean_failure(invoke_cli("consult", "cough", "--patients", "synthetic:x", env=home), "synthetic")
+    raw = subprocess.run(  # the bytes of a real process's standard input
         [sys.executable, "-m", "clinrag", "consult", "-"],
         input=b"\xff fever",
         capture_output=True,

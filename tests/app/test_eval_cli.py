@@ -1,4 +1,5 @@
-"""`clinrag eval` as a user runs it: real subprocesses, the embedded model, a kill half-way and a resume."""
+"""`clinrag eval` as a user runs it: in this process through typer's CliRunner, and as real subprocesses for a
+second process on the same run, a kill half-way and a resume; the embedded model."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from clinrag.eval.results import RunDirectory
-from tests.app.test_cli import _assert_clean_failure, run_cli
+from tests.app.test_cli import _assert_clean_failure, invoke_cli
 
 CASES = 10
 
@@ -33,6 +36,7 @@ def _lines(path: Path) -> int:
     return len(path.read_bytes().splitlines()) if path.is_file() else 0
 
 
+@pytest.mark.slow
 def test_a_second_process_is_refused_then_sigterm_half_way_and_resume_finishes_only_the_rest(
     data_dir: Path, tmp_path: Path
 ) -> None:
@@ -73,17 +77,17 @@ def test_a_second_process_is_refused_then_sigterm_half_way_and_resume_finishes_o
 
 def test_unknown_names_list_the_valid_ones(data_dir: Path, tmp_path: Path) -> None:
     base = ["eval", "run", "--out", str(tmp_path / "x"), "--data", str(data_dir)]
-    result = run_cli(*base, "--method", "oracle", "--dataset", "medqa")
+    result = invoke_cli(*base, "--method", "oracle", "--dataset", "medqa")
     _assert_clean_failure(result, "unknown method 'oracle'")
     assert "knn-vote" in result.stderr and "direct" in result.stderr
-    result = run_cli(*base, "--method", "direct", "--dataset", "usmle")
+    result = invoke_cli(*base, "--method", "direct", "--dataset", "usmle")
     _assert_clean_failure(result, "usmle")
     assert "medqa" in result.stderr and "ddxplus" in result.stderr
 
 
 def test_a_dataset_path_that_does_not_exist(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "medqa.jsonl"
-    result = run_cli(
+    result = invoke_cli(
         "eval",
         "run",
         "--method",
@@ -98,20 +102,23 @@ def test_a_dataset_path_that_does_not_exist(tmp_path: Path) -> None:
     _assert_clean_failure(result, str(missing))
 
 
+@pytest.mark.integration
 def test_compare_refuses_runs_on_different_datasets(data_dir: Path, tmp_path: Path) -> None:
     common = ["--method", "knn-vote", "--data", str(data_dir), "--limit", "5"]
     assert (
-        run_cli("eval", "run", "--dataset", "ddxplus", "--out", str(tmp_path / "a"), *common).returncode == 0
-    )
-    assert (
-        run_cli("eval", "run", "--dataset", "icraft-md", "--out", str(tmp_path / "b"), *common).returncode
+        invoke_cli("eval", "run", "--dataset", "ddxplus", "--out", str(tmp_path / "a"), *common).returncode
         == 0
     )
-    result = run_cli("eval", "compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert (
+        invoke_cli("eval", "run", "--dataset", "icraft-md", "--out", str(tmp_path / "b"), *common).returncode
+        == 0
+    )
+    result = invoke_cli("eval", "compare", str(tmp_path / "a"), str(tmp_path / "b"))
     _assert_clean_failure(result, "ddxplus")
     assert "icraft-md" in result.stderr
 
 
+@pytest.mark.slow
 def test_judge_quality_and_report_over_real_runs(data_dir: Path, tmp_path: Path) -> None:
     runs = []
     for mode in ("generate", "score"):
@@ -128,17 +135,17 @@ def test_judge_quality_and_report_over_real_runs(data_dir: Path, tmp_path: Path)
             "--limit",
             "2",
         ]
-        result = run_cli(*args, "--out", str(out), "--param", f"mode={mode}", "--param", "max_tokens=8")
+        result = invoke_cli(*args, "--out", str(out), "--param", f"mode={mode}", "--param", "max_tokens=8")
         assert result.returncode == 0, result.stderr
         runs.append(str(out))
     env = {"CLINRAG_DATA_DIR": str(data_dir)}
-    judged = run_cli("eval", "judge", *runs, "--out", str(tmp_path / "win.json"), "--limit", "1", env=env)
+    judged = invoke_cli("eval", "judge", *runs, "--out", str(tmp_path / "win.json"), "--limit", "1", env=env)
     assert judged.returncode == 0, judged.stderr
     assert "1 comparisons" in judged.stdout and (tmp_path / "win.json").is_file()
-    quality = run_cli("eval", "quality", runs[0], env=env)
+    quality = invoke_cli("eval", "quality", runs[0], env=env)
     assert quality.returncode == 0, quality.stderr
     assert len((Path(runs[0]) / "quality.jsonl").read_text().splitlines()) == 2
-    report = run_cli(
+    report = invoke_cli(
         "eval", "report", *runs, "--out", str(tmp_path / "report"), "--win-matrix", str(tmp_path / "win.json")
     )
     assert report.returncode == 0, report.stderr

@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from tests.app.test_cli import _assert_clean_failure, run_cli
+from tests.app.test_cli import _assert_clean_failure, invoke_cli
+
+pytestmark = pytest.mark.integration  # every build embeds and tags with the packaged MiniLM model
 
 
 @pytest.fixture(scope="module")
@@ -16,20 +18,20 @@ def kb_dir(tmp_path_factory, data_dir):
     lines[11] = "{not json"
     corpus = folder / "medqa_sample.jsonl"
     corpus.write_text("\n".join(lines) + "\n")
-    result = run_cli("kb", "build", "--source", str(corpus), "--out", str(folder / "kb"), "--no-rewrite")
+    result = invoke_cli("kb", "build", "--source", str(corpus), "--out", str(folder / "kb"), "--no-rewrite")
     assert result.returncode == 0, result.stderr
     assert "skipped 2 broken lines: 5, 12" in result.stdout
     return folder / "kb"
 
 
 def test_stats_counts_the_statements(kb_dir):
-    stats = json.loads(run_cli("kb", "stats", "--kb", str(kb_dir)).stdout)
+    stats = json.loads(invoke_cli("kb", "stats", "--kb", str(kb_dir)).stdout)
     assert stats["statements"] == 28 and sum(stats["by_source"].values()) == 28
     assert stats["untagged"] == 0 and stats["rewrite_failures"] == 0
 
 
 def test_search_with_given_chapters(kb_dir):
-    result = run_cli(
+    result = invoke_cli(
         "kb", "search", "anemia treatment with iron", "--kb", str(kb_dir), "--tags", "III,18", "--k", "3"
     )
     assert result.returncode == 0, result.stderr
@@ -38,27 +40,27 @@ def test_search_with_given_chapters(kb_dir):
 
 
 def test_search_reports_the_fallback(kb_dir):
-    stats = json.loads(run_cli("kb", "stats", "--kb", str(kb_dir)).stdout)
+    stats = json.loads(invoke_cli("kb", "stats", "--kb", str(kb_dir)).stdout)
     absent = next(str(n) for n in range(1, 23) if str(n) not in stats["by_chapter"])
     args = ["kb", "search", "anemia", "--kb", str(kb_dir), "--tags", absent]
-    loose = run_cli(*args, "--fallback", "unconstrained")
+    loose = invoke_cli(*args, "--fallback", "unconstrained")
     assert "no statement shares the query's tags → searched without the constraint" in loose.stdout
     assert "│ 1" in loose.stdout
-    strict = run_cli(*args, "--fallback", "none")
+    strict = invoke_cli(*args, "--fallback", "none")
     assert "→ no results" in strict.stdout and "│ 1" not in strict.stdout
 
 
 def test_bad_tag_and_missing_kb_are_clean_errors(kb_dir, tmp_path):
     _assert_clean_failure(
-        run_cli("kb", "search", "x", "--kb", str(kb_dir), "--tags", "Cardiology"), "not an ICD-10"
+        invoke_cli("kb", "search", "x", "--kb", str(kb_dir), "--tags", "Cardiology"), "not an ICD-10"
     )
-    _assert_clean_failure(run_cli("kb", "stats", "--kb", str(tmp_path / "none")), "no knowledge base")
+    _assert_clean_failure(invoke_cli("kb", "stats", "--kb", str(tmp_path / "none")), "no knowledge base")
 
 
 def test_empty_and_non_utf8_corpora_are_clean_errors(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    _assert_clean_failure(run_cli("kb", "build", "-s", str(empty), "--out", str(tmp_path / "a")), "empty")
+    _assert_clean_failure(invoke_cli("kb", "build", "-s", str(empty), "--out", str(tmp_path / "a")), "empty")
     latin = tmp_path / "latin.txt"
     latin.write_bytes("Fièvre et toux chez un patient âgé.".encode("latin-1"))
-    _assert_clean_failure(run_cli("kb", "build", "-s", str(latin), "--out", str(tmp_path / "b")), "UTF-8")
+    _assert_clean_failure(invoke_cli("kb", "build", "-s", str(latin), "--out", str(tmp_path / "b")), "UTF-8")

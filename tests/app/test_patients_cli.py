@@ -2,7 +2,9 @@
 
 import pytest
 
-from tests.app.test_cli import _assert_clean_failure, run_cli
+from tests.app.test_cli import _assert_clean_failure, invoke_cli
+
+pytestmark = pytest.mark.integration  # every build embeds the narratives with the packaged MiniLM model
 
 
 @pytest.fixture(scope="module")
@@ -15,14 +17,14 @@ def ddxplus_base(tmp_path_factory, data_dir):
     for name in ("release_evidences.json", "release_conditions.json"):
         (folder / name).write_bytes((source / name).read_bytes())
     out = folder / "base"
-    result = run_cli("patients", "build", "--dataset", "ddxplus", "--path", str(folder), "--out", str(out))
+    result = invoke_cli("patients", "build", "--dataset", "ddxplus", "--path", str(folder), "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert '"records": 150' in result.stdout
     return out
 
 
 def test_similar_patients_for_a_sore_throat(ddxplus_base):
-    result = run_cli(
+    result = invoke_cli(
         "patients",
         "similar",
         "Sore throat and fever, pain when swallowing",
@@ -36,7 +38,7 @@ def test_similar_patients_for_a_sore_throat(ddxplus_base):
 
 
 def test_rank_by_evidence_codes_and_exclusion(ddxplus_base):
-    result = run_cli(
+    result = invoke_cli(
         "patients", "rank", "--codes", "evidence=E_53,E_91,E_201", "--base", str(ddxplus_base), "--k", "2"
     )
     assert result.returncode == 0, result.stderr
@@ -45,15 +47,15 @@ def test_rank_by_evidence_codes_and_exclusion(ddxplus_base):
 
 def test_bad_codes_and_missing_base(tmp_path, ddxplus_base):
     _assert_clean_failure(
-        run_cli("patients", "rank", "--codes", "evidence", "--base", str(ddxplus_base)), "FIELD=CODE"
+        invoke_cli("patients", "rank", "--codes", "evidence", "--base", str(ddxplus_base)), "FIELD=CODE"
     )
     _assert_clean_failure(
-        run_cli("patients", "similar", "cough", "--base", str(tmp_path / "none")), "patients build"
+        invoke_cli("patients", "similar", "cough", "--base", str(tmp_path / "none")), "patients build"
     )
 
 
 def test_icraft_base_builds(tmp_path, data_dir):
-    result = run_cli(
+    result = invoke_cli(
         "patients",
         "build",
         "--dataset",
@@ -68,9 +70,11 @@ def test_icraft_base_builds(tmp_path, data_dir):
 
 
 def test_synthetic_cohort_is_labelled(tmp_path):
-    result = run_cli("patients", "build", "--dataset", "synthetic", "--n", "60", "--out", str(tmp_path / "s"))
+    result = invoke_cli(
+        "patients", "build", "--dataset", "synthetic", "--n", "60", "--out", str(tmp_path / "s")
+    )
     assert result.returncode == 0, result.stderr
     assert "60 SYNTHETIC patients" in result.stdout and '"synthetic": 60' in result.stdout
-    ranked = run_cli("patients", "rank", "--codes", "diagnoses=I10,E11.65", "--base", str(tmp_path / "s"))
+    ranked = invoke_cli("patients", "rank", "--codes", "diagnoses=I10,E11.65", "--base", str(tmp_path / "s"))
     assert ranked.returncode == 0, ranked.stderr
     assert "synthetic:0:" in ranked.stdout

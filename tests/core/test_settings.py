@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import pytest
 
 from clinrag.core.errors import ConfigError
@@ -37,7 +40,6 @@ def test_config_file_argument(tmp_path):
     [
         ("[llm\nbackend = 1", "not valid TOML"),
         ('[llm]\nbakend = "openai"', "llm_bakend"),
-        ('[llm]\nbackend = "gpt"', "llm_backend"),
         ("[llm]\ntimeout_s = -1", "llm_timeout_s"),
     ],
 )
@@ -46,6 +48,21 @@ def test_bad_config_files_give_config_errors(tmp_path, content, message):
     config.write_text(content)
     with pytest.raises(ConfigError, match=message):
         load_settings(config_file=config)
+
+
+def test_backend_names_are_not_checked_when_settings_load(tmp_path):
+    # The names are checked where the backends are built (tests/llm/test_factory.py): loading the settings
+    # imports no module of clinrag.llm or clinrag.embed.
+    config = tmp_path / "c.toml"
+    config.write_text('[llm]\nbackend = "gpt"\n[embed]\nbackend = "word2vec"\n')
+    code = (
+        "import sys; from clinrag.core.settings import load_settings; "
+        f"s = load_settings(config_file={str(config)!r}); "
+        "assert (s.llm_backend, s.embed_backend) == ('gpt', 'word2vec'); "
+        "loaded = sorted(m for m in sys.modules if m.startswith(('clinrag.llm', 'clinrag.embed'))); "
+        "assert not loaded, loaded"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_missing_config_file(tmp_path):

@@ -16,6 +16,7 @@ from clinrag.embed.openai_compat import OpenAIEmbedder
 from tests.embed.embeddings_server import DIMENSION, EmbeddingsServer
 
 
+@pytest.mark.integration  # the packaged MiniLM model
 def test_default_is_cached_minilm_in_the_clinrag_home(isolated_home: Path) -> None:
     settings = Settings()
     embedder = build_embedder(settings)
@@ -30,10 +31,18 @@ def test_default_is_cached_minilm_in_the_clinrag_home(isolated_home: Path) -> No
     assert settings.embed_cache_path.is_file()
 
 
+@pytest.mark.integration
 def test_cache_can_be_disabled() -> None:
     embedder = build_embedder(Settings(embed_cache_enabled=False, embed_batch_size=16))
     assert isinstance(embedder, MiniLMOnnxEmbedder)
     assert embedder.batch_size == 16
+
+
+def test_an_unknown_backend_is_refused_where_the_embedder_is_built() -> None:
+    settings = Settings(embed_backend="word2vec")  # loading the settings does not check the name
+    with pytest.raises(ConfigError, match="embed_backend: unknown embedding backend 'word2vec'") as error:
+        build_embedder(settings)
+    assert "known embedding backends: minilm-onnx, openai" in str(error.value)
 
 
 def test_minilm_backend_rejects_another_model_name() -> None:

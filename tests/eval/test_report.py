@@ -185,6 +185,9 @@ def test_metric_bars_and_win_matrix_png(tmp_path: Path):
         plots.metric_bars(["x"], summaries, tmp_path / "bad.png", metric="accuracy")
 
 
+# UMAP's numba kernels compile in each new process: the first projection takes 12 s on two idle cores, over
+# 20 s under the suite's load.
+@pytest.mark.slow
 def test_umap_greys_labels_beyond_top_n(tmp_path: Path, data_dir: Path):
     rows = read_ddxplus(data_dir, 60)
     codes = sorted({code for row in rows for code in row["features_list"]})
@@ -278,6 +281,7 @@ def test_report_on_medqa_runs(tmp_path: Path, medqa_rows: list[dict]):
         assert_png(out / name)
 
 
+@pytest.mark.slow  # the patients' UMAP projection: see test_umap_greys_labels_beyond_top_n
 def test_report_with_turns_k_series_umap_and_two_datasets(
     tmp_path: Path, data_dir: Path, medqa_rows: list[dict]
 ):

@@ -299,6 +299,7 @@ def test_meteor_without_wordnet_is_a_config_error(
         meteor(SUBLINGUAL, SUBLINGUAL)
 
 
+@pytest.mark.integration  # the install script in a shell of its own
 def test_install_wordnet_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_wordnet: None) -> None:
     if not Path("/usr/share/wordnet/data.noun").is_file():
         pytest.skip("the Debian packages wordnet-base and wordnet-sense-index are not installed")
@@ -315,6 +316,7 @@ def test_install_wordnet_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert text_metrics._wordnet().synset("physician.n.01").lexname() == "noun.person"
 
 
+@pytest.mark.integration
 def test_install_wordnet_script_warns_without_the_database(tmp_path: Path) -> None:
     env = {**os.environ, "CLINRAG_WORDNET_SOURCE": str(tmp_path / "absent")}
     done = subprocess.run(

@@ -50,6 +50,7 @@ def _ask() -> ChatRequest:
     return ChatRequest(messages=[Message(role="user", content="hi")])
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("header", ["1.5", "date"])
 def test_retry_after_is_honoured_in_seconds_or_as_a_date(header: str) -> None:
     value = (
@@ -66,6 +67,7 @@ def test_retry_after_is_honoured_in_seconds_or_as_a_date(header: str) -> None:
         server.close()
 
 
+@pytest.mark.integration
 def test_retry_after_is_bounded() -> None:
     server = HeaderServer("3600")
     try:

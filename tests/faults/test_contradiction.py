@@ -3,6 +3,8 @@ last statement used to win silently: "I have a high fever. I do not have a fever
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from clinrag.core.models import Case
@@ -24,8 +26,8 @@ def extractor() -> FindingExtractor:
 
 
 @pytest.fixture(scope="module")
-def consult(tmp_path_factory) -> ConsultMethod:
-    context = MethodContext(settings=Settings(home=tmp_path_factory.mktemp("consult-home")))
+def consult(consult_home: Path) -> ConsultMethod:
+    context = MethodContext(settings=Settings(home=consult_home))
     return ConsultMethod(build_consultant(context, ConsultConfig(questions=10)))
 
 

@@ -34,6 +34,7 @@ from clinrag.graph.falkordb_server import FalkorDBServer
 from clinrag.graph.falkordb_store import FalkorDBStore
 from tests.graph.conftest import build_ddx_graph, load_ddx_graph
 
+pytestmark = pytest.mark.integration  # each test kills and restarts clinrag's FalkorDB server
 CASES = 10
 IN_FLIGHT = 4  # the concurrency of the runs whose queries are in flight together
 IN_FLIGHT_CASES = 16

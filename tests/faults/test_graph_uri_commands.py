@@ -11,8 +11,8 @@ import pytest
 
 from clinrag.graph.falkordb_server import STATE_FILE
 from clinrag.graph.falkordb_store import FalkorDBStore
-from tests.app.test_cli import run_cli
-from tests.faults.test_unwritable_places import WIDE, _one_line_error
+from tests.app.test_cli import invoke_cli
+from tests.faults.test_unwritable_places import _one_line_error
 from tests.loopback import free_port
 
 
@@ -30,11 +30,11 @@ def _no_server_of_its_own(home: Path) -> bool:
 
 def test_counts_and_action_read_the_configured_graph(served: FalkorDBStore, isolated_home: Path) -> None:
     env = {"CLINRAG_GRAPH_URI": str(served.server.url)}
-    counts = run_cli("graph", "counts", "--json", env=env)
+    counts = invoke_cli("graph", "counts", "--json", env=env)
     assert counts.returncode == 0, counts.stderr
     found = json.loads(counts.stdout)
     assert (found["nodes"]["Disease"], found["relations"]["HAS_SYMPTOM"]) == (1, 1)
-    action = run_cli("graph", "action", "GET_SYMPTOMS", "Asthma", "--json", env=env)
+    action = invoke_cli("graph", "action", "GET_SYMPTOMS", "Asthma", "--json", env=env)
     assert action.returncode == 0, action.stderr
     assert [(t["head"], t["tail"]) for t in json.loads(action.stdout)["triples"]] == [("Asthma", "Wheezing")]
     assert _no_server_of_its_own(isolated_home)
@@ -42,7 +42,7 @@ def test_counts_and_action_read_the_configured_graph(served: FalkorDBStore, isol
 
 def test_build_writes_into_the_configured_graph(served: FalkorDBStore, isolated_home: Path) -> None:
     env = {"CLINRAG_GRAPH_URI": str(served.server.url)}
-    result = run_cli(
+    result = invoke_cli(
         "graph", "build", "-s", "packaged:faker-diseases", "--limit", "3", "--no-progress", "--json", env=env
     )
     assert result.returncode == 0, result.stderr
@@ -62,6 +62,6 @@ def test_build_writes_into_the_configured_graph(served: FalkorDBStore, isolated_
 )
 def test_a_uri_where_nothing_answers_is_a_typed_error(args: list[str], isolated_home: Path) -> None:
     uri = f"redis://127.0.0.1:{free_port()}"
-    result = run_cli("graph", *args, env={**WIDE, "CLINRAG_GRAPH_URI": uri})
+    result = invoke_cli("graph", *args, env={"CLINRAG_GRAPH_URI": uri})
     _one_line_error(result, "GraphUnavailableError", f"FalkorDB at {uri} is not reachable")
     assert _no_server_of_its_own(isolated_home)

@@ -24,6 +24,7 @@ COMMANDS = [
 ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "args", COMMANDS, ids=["llm-chat", "kb-search", "similar", "consult", "embed", "choose"]
 )
@@ -41,6 +42,7 @@ def test_non_utf8_argument_is_refused_first(args: list[bytes], tmp_path) -> None
     assert elapsed < 10  # refused before any model, index or base is loaded
 
 
+@pytest.mark.integration
 def test_stdin_prompt_that_is_not_utf8_is_refused(tmp_path) -> None:
     env = {**os.environ, "CLINRAG_HOME": str(tmp_path)}
     result = subprocess.run(

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.app.test_cli import run_cli
-from tests.faults.test_unwritable_places import WIDE, _one_line_error
+from tests.app.test_cli import invoke_cli
+from tests.faults.test_unwritable_places import _one_line_error
 
 
 def _build(path: Path) -> str:
     return _one_line_error(
-        run_cli("patients", "build", "--dataset", "ddxplus", "--path", str(path), env=WIDE), "DataFormatError"
+        invoke_cli("patients", "build", "--dataset", "ddxplus", "--path", str(path)), "DataFormatError"
     )
 
 

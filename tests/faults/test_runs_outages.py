@@ -24,6 +24,7 @@ from clinrag.core.errors import RunStoppedError
 from clinrag.core.settings import load_settings
 from clinrag.eval.results import RunDirectory
 from clinrag.eval.runner import EvalRunner, RunRequest
+from tests.app.test_cli import invoke_cli
 from tests.openai_server import SCRIPTED_SETTINGS, SCRIPTED_SETTINGS_KWARGS, ScriptedServer, chat_body
 
 OK = (200, chat_body("A"), 0.0)
@@ -114,9 +115,11 @@ def test_a_method_failure_is_still_a_result(data_dir: Path, server: ScriptedServ
     assert outcome.summary.n_finished == 6 and outcome.summary.n_errors == 6 and outcome.unanswered == 0
 
 
-def _cli(data_dir: Path, base_url: str, out: Path, *extra: str) -> subprocess.Popen:
-    env = {
-        **os.environ,
+EVAL_RUN = ("eval", "run", "--method", "direct", "--dataset", "medqa")
+
+
+def _cli_env(data_dir: Path, base_url: str) -> dict[str, str]:
+    return {
         "CLINRAG_DATA_DIR": str(data_dir),
         "CLINRAG_LLM_BACKEND": "openai",
         "CLINRAG_LLM_BASE_URL": base_url,
@@ -124,23 +127,26 @@ def _cli(data_dir: Path, base_url: str, out: Path, *extra: str) -> subprocess.Po
         "CLINRAG_LLM_MAX_RETRIES": "0",
         **SCRIPTED_SETTINGS,
     }
-    command = [sys.executable, "-m", "clinrag", "eval", "run", "--method", "direct", "--dataset", "medqa"]
-    command += ["--out", str(out), "--limit", "4", "--concurrency", "1", *extra]
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_cli_exits_non_zero_with_a_clear_message_on_an_outage(data_dir: Path, tmp_path: Path) -> None:
-    process = _cli(data_dir, _closed_port_url(), tmp_path / "run", "--max-outages", "2")
-    stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode != 0
-    assert "RunStoppedError: stopped after 2 cases in a row" in " ".join((stdout + stderr).split())
+    result = invoke_cli(
+        *EVAL_RUN, "--out", str(tmp_path / "run"), "--limit", "4", "--concurrency", "1", "--max-outages", "2",
+        env=_cli_env(data_dir, _closed_port_url()),
+    )  # fmt: skip
+    output = " ".join((result.stdout + result.stderr).split())
+    assert result.returncode != 0
+    assert "RunStoppedError: stopped after 2 cases in a row" in output
 
 
 def test_sigterm_with_a_model_call_in_flight_stops_promptly(
     data_dir: Path, server: ScriptedServer, tmp_path: Path
 ) -> None:
     server.replies = [(200, chat_body("A"), 60.0)]  # each call would take a minute
-    process = _cli(data_dir, server.base_url, tmp_path / "run")
+    command = [sys.executable, "-m", "clinrag", *EVAL_RUN, "--limit", "4", "--concurrency", "1"]
+    command += ["--out", str(tmp_path / "run")]
+    env = {**os.environ, **_cli_env(data_dir, server.base_url)}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not server.requests and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -188,18 +194,10 @@ def test_cli_goes_on_after_one_outage_and_says_what_is_left(
     data_dir: Path, server: ScriptedServer, tmp_path: Path
 ) -> None:
     server.replies = [DOWN_IN_FLIGHT] * IN_FLIGHT + [OK]
-    env = {
-        **os.environ,
-        "CLINRAG_LLM_BACKEND": "openai",
-        "CLINRAG_LLM_MODEL": "served-model",
-        "CLINRAG_LLM_MAX_RETRIES": "0",
-        "CLINRAG_DATA_DIR": str(data_dir),
-        "CLINRAG_LLM_BASE_URL": server.base_url,
-        **SCRIPTED_SETTINGS,
-    }
-    command = [sys.executable, "-m", "clinrag", "eval", "run", "--method", "direct", "--dataset", "medqa"]
-    command += ["--out", str(tmp_path / "run"), "--limit", "8", "--concurrency", str(IN_FLIGHT)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    done = invoke_cli(
+        *EVAL_RUN, "--out", str(tmp_path / "run"), "--limit", "8", "--concurrency", str(IN_FLIGHT),
+        env=_cli_env(data_dir, server.base_url),
+    )  # fmt: skip
     output = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 1, output
     assert "4 cases are unanswered" in output and "RunStoppedError" not in output

@@ -13,9 +13,9 @@ from clinrag.core.errors import ConfigError
 from clinrag.core.remote import RetryPolicy
 from clinrag.embed.openai_compat import OpenAIEmbedder
 from clinrag.llm.openai_compat import OpenAICompatible
-from tests.app.test_cli import run_cli
+from tests.app.test_cli import invoke_cli
 from tests.embed.embeddings_server import EmbeddingsServer
-from tests.faults.test_unwritable_places import WIDE, _one_line_error
+from tests.faults.test_unwritable_places import _one_line_error
 from tests.loopback import free_port
 from tests.openai_server import ScriptedServer, chat_body, scripted_model
 
@@ -26,7 +26,7 @@ def test_config_show_masks_secrets_in_query_strings(tmp_path: Path) -> None:
         "CLINRAG_EMBED_BASE_URL": "https://embed.example/v1?access_token=tok-2&region=eu",
         "CLINRAG_JUDGE_BASE_URL": "https://judge.example/v1?sig=sig-3&client_secret=cs-4",
     }
-    result = run_cli("config", "show", env=env)
+    result = invoke_cli("config", "show", env=env)
     assert result.returncode == 0, result.stderr
     for secret in ("sk-query-1", "tok-2", "sig-3", "cs-4"):
         assert secret not in result.stdout
@@ -40,7 +40,6 @@ def test_config_show_masks_secrets_in_query_strings(tmp_path: Path) -> None:
 def test_model_unavailable_errors_mask_secrets_in_query_strings(command: list[str]) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1?api_key=sk-query-5"
     env = {
-        **WIDE,
         "CLINRAG_LLM_BACKEND": "openai",
         "CLINRAG_LLM_MODEL": "m",
         "CLINRAG_LLM_BASE_URL": url,
@@ -49,7 +48,7 @@ def test_model_unavailable_errors_mask_secrets_in_query_strings(command: list[st
         "CLINRAG_EMBED_MODEL": "e",
         "CLINRAG_EMBED_BASE_URL": url,
     }
-    result = run_cli(*command, env=env)
+    result = invoke_cli(*command, env=env)
     line = _one_line_error(result, "ModelUnavailableError", "/v1?api_key=***")
     assert "sk-query-5" not in result.stderr + result.stdout, line
 
@@ -65,6 +64,7 @@ def test_chat_requests_keep_the_query_and_the_bearer_key(server: ScriptedServer)
     assert request["auth"] == "Bearer sk-bearer"
 
 
+@pytest.mark.integration
 def test_embedding_requests_keep_the_query_and_the_bearer_key() -> None:
     served = EmbeddingsServer()
     try:
@@ -89,6 +89,6 @@ def test_credentials_in_a_base_url_are_refused(server: ScriptedServer, userinfo:
         with pytest.raises(ConfigError, match=r"carries credentials .*CLINRAG_LLM_API_KEY") as refused:
             build()
         assert "pw-7" not in str(refused.value) and "tok-8" not in str(refused.value)
-    env = {**WIDE, "CLINRAG_LLM_BACKEND": "openai", "CLINRAG_LLM_MODEL": "m", "CLINRAG_LLM_BASE_URL": url}
-    _one_line_error(run_cli("llm", "chat", "hi", env={**env, "CLINRAG_LLM_API_KEY": "sk"}), "ConfigError")
+    env = {"CLINRAG_LLM_BACKEND": "openai", "CLINRAG_LLM_MODEL": "m", "CLINRAG_LLM_BASE_URL": url}
+    _one_line_error(invoke_cli("llm", "chat", "hi", env={**env, "CLINRAG_LLM_API_KEY": "sk"}), "ConfigError")
     assert server.requests == []  # nothing was sent, with Basic auth or otherwise

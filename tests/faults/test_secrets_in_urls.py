@@ -4,10 +4,7 @@ starts on TCP (a data directory too deep for a unix socket) requires a password 
 from __future__ import annotations
 
 import json
-import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ from clinrag.core.settings import Settings, redact_url
 from clinrag.graph.falkordb_server import AUTH_FILE, STATE_FILE
 from clinrag.graph.falkordb_store import FalkorDBStore
 from clinrag.graph.store import redact
+from tests.app.test_cli import invoke_cli
 
 URLS = {
     "CLINRAG_LLM_BASE_URL": "http://alice:llm-pass-1@llm.example:8000/v1",
@@ -27,13 +25,8 @@ URLS = {
 
 
 def test_config_show_masks_passwords_in_urls(tmp_path: Path) -> None:
-    env = {**os.environ, **URLS, "CLINRAG_HOME": str(tmp_path), "CLINRAG_LLM_API_KEY": "sk-key-5"}
-    result = subprocess.run(
-        [sys.executable, "-m", "clinrag", "config", "show"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
+    result = invoke_cli(
+        "config", "show", env={**URLS, "CLINRAG_HOME": str(tmp_path), "CLINRAG_LLM_API_KEY": "sk-key-5"}
     )
     assert result.returncode == 0, result.stderr
     for secret in ("llm-pass-1", "embed-pass-2", "graph-pass-3", "judge-pass-4", "sk-key-5"):
@@ -60,6 +53,7 @@ def long_home(tmp_path: Path) -> Path:
     return home
 
 
+@pytest.mark.integration
 def test_graph_server_on_tcp_requires_a_password(long_home: Path) -> None:
     data = Settings(home=long_home).graph_data_dir
     with FalkorDBStore.embedded(data) as store:

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.test_cli import run_cli
+from tests.app.test_cli import invoke_cli
 
-WIDE = {"COLUMNS": "1000"}  # rich wraps stderr at the console width; the error must fit on one line
 ROOT = os.geteuid() == 0
 
 
@@ -32,9 +31,9 @@ def _one_line_error(result: subprocess.CompletedProcess, kind: str, *fragments: 
 
 
 def _eval_run(out: Path, data_dir: Path) -> subprocess.CompletedProcess:
-    return run_cli(
+    return invoke_cli(
         "eval", "run", "--method", "knn-vote", "--dataset", "ddxplus", "--data", str(data_dir / "ddxplus"),
-        "--limit", "2", "--out", str(out), env=WIDE,
+        "--limit", "2", "--out", str(out),
     )  # fmt: skip
 
 
@@ -70,53 +69,49 @@ def test_a_cache_sqlite_can_only_read_is_a_typed_error(isolated_home: Path) -> N
     db.execute("CREATE TABLE other (x)")
     db.close()  # the last connection removes -wal and -shm
     (isolated_home / "llm_cache.sqlite-shm").mkdir()
-    env = {**WIDE, "CLINRAG_LLM_BACKEND": "openai", "CLINRAG_LLM_MODEL": "m"}
+    env = {"CLINRAG_LLM_BACKEND": "openai", "CLINRAG_LLM_MODEL": "m"}
     env["CLINRAG_LLM_BASE_URL"] = "http://127.0.0.1:9/v1"  # never reached: the cache is opened first
-    line = _one_line_error(run_cli("llm", "chat", "hi", env=env), "ConfigError", str(cache))
+    line = _one_line_error(invoke_cli("llm", "chat", "hi", env=env), "ConfigError", str(cache))
     assert "attempt to write a readonly database" in line
 
 
 @pytest.mark.skipif(ROOT, reason="root ignores permission bits")
 def test_a_read_only_home_is_a_typed_error(isolated_home: Path) -> None:
     isolated_home.mkdir(mode=0o555)
-    env = {**WIDE, "CLINRAG_LLM_BACKEND": "openai", "CLINRAG_LLM_MODEL": "m"}
+    env = {"CLINRAG_LLM_BACKEND": "openai", "CLINRAG_LLM_MODEL": "m"}
     env["CLINRAG_LLM_BASE_URL"] = "http://127.0.0.1:9/v1"
     try:
-        _one_line_error(run_cli("llm", "chat", "hi", env=env), "ConfigError", "Permission denied")
+        _one_line_error(invoke_cli("llm", "chat", "hi", env=env), "ConfigError", "Permission denied")
     finally:
         isolated_home.chmod(0o755)
 
 
 def test_a_home_below_a_file_is_a_typed_error_for_the_graph_server(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("not a folder")
-    env = {**WIDE, "CLINRAG_HOME": str(tmp_path / "file" / "home")}
-    _one_line_error(run_cli("graph", "counts", env=env), "GraphUnavailableError", "Not a directory")
+    env = {"CLINRAG_HOME": str(tmp_path / "file" / "home")}
+    _one_line_error(invoke_cli("graph", "counts", env=env), "GraphUnavailableError", "Not a directory")
 
 
 @pytest.mark.parametrize("how", ["option", "environment"])
 def test_a_config_file_that_is_not_utf8_is_a_typed_error(tmp_path: Path, how: str) -> None:
     config = tmp_path / "clinrag.toml"
     config.write_bytes(b'[llm]\nmodel = "caf\xe9"\n')
-    args, env = (
-        (["--config", str(config)], WIDE)
-        if how == "option"
-        else ([], {**WIDE, "CLINRAG_CONFIG": str(config)})
+    args, env = (["--config", str(config)], {}) if how == "option" else ([], {"CLINRAG_CONFIG": str(config)})
+    _one_line_error(
+        invoke_cli(*args, "config", "show", env=env), "ConfigError", "not UTF-8 at byte offset 18"
     )
-    _one_line_error(run_cli(*args, "config", "show", env=env), "ConfigError", "not UTF-8 at byte offset 18")
 
 
 @pytest.mark.parametrize("how", ["option", "environment"])
 def test_a_directory_as_config_file_is_a_typed_error(tmp_path: Path, how: str) -> None:
     args, env = (
-        (["--config", str(tmp_path)], WIDE)
-        if how == "option"
-        else ([], {**WIDE, "CLINRAG_CONFIG": str(tmp_path)})
+        (["--config", str(tmp_path)], {}) if how == "option" else ([], {"CLINRAG_CONFIG": str(tmp_path)})
     )
-    _one_line_error(run_cli(*args, "config", "show", env=env), "ConfigError", "Is a directory")
+    _one_line_error(invoke_cli(*args, "config", "show", env=env), "ConfigError", "Is a directory")
 
 
 def test_a_base_out_below_a_file_is_a_typed_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("not a folder")
     out = tmp_path / "file" / "base"
-    result = run_cli("patients", "build", "--dataset", "synthetic", "--n", "5", "--out", str(out), env=WIDE)
+    result = invoke_cli("patients", "build", "--dataset", "synthetic", "--n", "5", "--out", str(out))
     _one_line_error(result, "InvalidInputError", f"cannot write {out}: Not a directory")

@@ -23,6 +23,8 @@ from clinrag.graph.falkordb_store import FalkorDBStore
 from clinrag.graph.schema import Label, Relation, counts, ensure_schema, merge_relations
 from tests.graph.conftest import DdxGraph
 
+pytestmark = pytest.mark.integration  # each test starts clinrag's FalkorDB server
+
 # A second process that opens the store on a data dir, reports the server it got, and holds it until told.
 CLIENT = textwrap.dedent(
     """

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from clinrag.app.cli import app
-from clinrag.core.errors import DataFormatError, InvalidInputError, ReplayMissError
+from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.core.provenance import fingerprint
 from clinrag.core.settings import Settings
 from clinrag.graph.actions import parse_request, run_action
@@ -37,9 +36,8 @@ from clinrag.llm.base import Completion
 from clinrag.llm.replay import ReplayChatModel
 from clinrag.methods.evidence_pack import graph_evidence
 from clinrag.terms.mesh import build_mesh_index
+from tests.app.test_cli import _assert_clean_failure, invoke_cli
 from tests.terms.test_mesh import CLOSING
-
-runner = CliRunner()
 
 PNEUMONIA = (
     "Pneumonia presents with cough and fever; a chest X-ray is recommended.\n\n"
@@ -141,15 +139,19 @@ def graph(uri: str) -> Iterator[FalkorDBStore]:
     opened.close()
 
 
-def build(uri: str, graph: FalkorDBStore, spec: str, recording: Path, *options: str) -> dict:
-    """`clinrag graph build -s SPEC` into `graph` on the server at `uri` with the recorded replies: the JSON
-    report (with --json), else the printed tables."""
-    env = {"CLINRAG_LLM_BACKEND": "replay", "CLINRAG_LLM_REPLAY_PATH": str(recording), "COLUMNS": "400"}
+def run_build(
+    uri: str, graph: FalkorDBStore, spec: str, recording: Path, *options: str
+) -> subprocess.CompletedProcess:
+    """`clinrag graph build -s SPEC` into `graph` on the server at `uri` with the recorded replies."""
+    env = {"CLINRAG_LLM_BACKEND": "replay", "CLINRAG_LLM_REPLAY_PATH": str(recording)}
     args = ["graph", "build", "-s", spec, "--uri", uri, "--graph", graph.graph_name, "--no-progress"]
-    result = runner.invoke(app, [*args, *options], env=env)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    assert result.exit_code == 0, result.output
+    return invoke_cli(*args, *options, env=env)
+
+
+def build(uri: str, graph: FalkorDBStore, spec: str, recording: Path, *options: str) -> dict:
+    """`run_build`, which must succeed: the JSON report (with --json), else the printed tables."""
+    result = run_build(uri, graph, spec, recording, *options)
+    assert result.returncode == 0, result.stderr
     return json.loads(result.stdout) if "--json" in options else {"table": result.stdout}
 
 
@@ -216,8 +218,7 @@ def test_an_interrupted_build_resumes_without_asking_again_or_duplicating(uri, g
     spec = f"text:{corpus}"
     # chunks are asked in path order (a.txt, c.txt, sub/b.md): the reply to the last one is missing
     partial = write_recording(tmp_path / "partial.jsonl", [PNEUMONIA, NOT_JSON_TEXT])
-    with pytest.raises(ReplayMissError):
-        build(uri, graph, spec, partial, "--json")
+    _assert_clean_failure(run_build(uri, graph, spec, partial, "--json"), "error: ReplayMissError: ")
     assert len(Journal(Settings().graph_data_dir / JOURNAL).replies) == 2
     assert cited_edges(graph) == BEFORE
 
@@ -268,8 +269,9 @@ def test_names_join_existing_nodes_through_mesh(uri, graph, corpus, tmp_path, da
 
 def test_bad_input_is_a_typed_error(uri, graph, tmp_path):
     recording = write_recording(tmp_path / "replies.jsonl", [])
-    with pytest.raises(DataFormatError, match="no such file"):
-        build(uri, graph, f"text:{tmp_path / 'missing.txt'}", recording)
+    missing = run_build(uri, graph, f"text:{tmp_path / 'missing.txt'}", recording)
+    _assert_clean_failure(missing, "error: DataFormatError: ")
+    assert "missing.txt: no such file" in missing.stderr
     context = SourceContext(Settings(), tmp_path, progress=False, chat_model=ReplayChatModel(recording))
     (tmp_path / "empty.md").write_text("\n  \n", encoding="utf-8")
     (tmp_path / "latin1.txt").write_bytes("Fièvre et toux.".encode("latin-1"))

@@ -13,7 +13,7 @@ from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
-from clinrag.knowledge.readers.packaged import SOURCES, hpo_definition, read_packaged
+from clinrag.knowledge.readers.packaged import SOURCES, read_packaged
 from clinrag.knowledge.sources import detect_format, read_source
 from clinrag.knowledge.tagging import EmbeddingTagger
 from clinrag.terms.icd10 import chapter_of
@@ -44,9 +44,6 @@ def test_faker_disease_table_in_three_languages() -> None:
 
 
 def test_hpo_definitions_drop_their_references_and_skip_terms_without_one() -> None:
-    assert hpo_definition('"Body temperature elevated above the normal range." [PMID:9759682]') == (
-        "Body temperature elevated above the normal range."
-    )
     reading = read_packaged("packaged:hpo")
     fever = next(item for item in reading if item.id == "hpo:HP:0001945")
     assert fever.statements == (

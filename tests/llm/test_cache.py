@@ -2,6 +2,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from clinrag.llm.base import ChatRequest, Message
 from clinrag.llm.cache import CachedChatModel, ResponseCache, cache_key
 from clinrag.llm.openai_compat import OpenAICompatible
@@ -82,6 +84,7 @@ def test_key_depends_on_backend_model_and_output_settings(embedded):
     assert cache_key(embedded, content) in keys
 
 
+@pytest.mark.integration
 def test_key_is_stable_across_processes():
     # No dependence on hash randomisation or object identity: another interpreter computes the same key.
     code = (

@@ -26,6 +26,7 @@ from clinrag.llm.embedded_wheel import EmbeddedLlamaWheel
 from clinrag.llm.server_scoring import ranking_request
 from clinrag.llm.structured import complete_structured
 
+pytestmark = pytest.mark.integration  # both runtimes load the packaged model
 TOLERANCE = 1e-6
 
 
@@ -196,7 +197,7 @@ def test_auto_prefers_the_wheel_when_installed():
 def test_backend_discovery_does_not_load_cyllama():
     # The registry imports every module of clinrag.llm, embedded_wheel included, installed cyllama or not.
     code = (
-        "import sys; from clinrag.core.backends import CHAT_BACKENDS; "
+        "import sys; from clinrag.llm.backends import CHAT_BACKENDS; "
         "assert 'embedded' in CHAT_BACKENDS.names(); sys.exit('cyllama' in sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from clinrag.core.models import Evidence, Trace
+from clinrag.core.models import Evidence, Trace, case_text
 from clinrag.eval.datasets import load_dataset
 from clinrag.index.tokenize import Tokenizer
 from clinrag.methods.context import ClinicalContext
@@ -23,7 +23,6 @@ from clinrag.methods.medtextgrad import (
     MedTextGradConfig,
     sentence_support,
 )
-from clinrag.tasks.render import case_text
 from tests.openai_server import LoopbackServer, chat_body, scripted_model
 
 DELAY = 0.4

@@ -13,7 +13,7 @@ from clinrag.core.settings import Settings
 from clinrag.eval.results import PARTITIONS_DIR, RunDirectory
 from clinrag.eval.runner import EvalRunner, RunRequest
 from clinrag.scale.evaluation import DaskExecutor
-from tests.app.test_cli import run_cli
+from tests.app.test_cli import invoke_cli
 
 
 def request_for(out: Path, data_dir: Path) -> RunRequest:
@@ -68,7 +68,7 @@ def test_a_crashed_partitioned_run_resumes(client, local_run: Path, data_dir: Pa
 
 def test_eval_run_on_dask_from_the_command_line(client, data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "cli"
-    result = run_cli(
+    result = invoke_cli(
         "eval", "run", "--method", "knn-vote", "--dataset", "ddxplus", "--data", str(data_dir / "ddxplus"),
         "--limit", "12", "--out", str(out), "--executor", "dask", "--scheduler", client.scheduler.address,
     )  # fmt: skip

@@ -1,10 +1,23 @@
 """The ICD-10-CM chapter vocabulary, checked against the 2026 titles and ranges of the tabular list."""
 
+import subprocess
+import sys
+
 import pytest
 import simple_icd_10_cm as cm
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.terms.icd10 import Chapter, chapter, chapter_menu, chapter_of, chapters, parse_chapter_reference
+
+
+@pytest.mark.integration  # a fresh interpreter
+def test_importing_the_knowledge_layer_does_not_parse_the_package_xml():
+    # simple_icd_10_cm parses its XML when imported (seconds): every `clinrag consult` imports the tagger.
+    code = (
+        "import sys, clinrag.knowledge.tagging, clinrag.knowledge.base; "
+        "sys.exit('simple_icd_10_cm' in sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_there_are_22_chapters_numbered_in_order():

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.table import Table
+from typer.core import TyperGroup
 
 from clinrag.app.common import check_argv, err, out, require_text, settings_from, usage_table
 from clinrag.app.consult_commands import consult, read_text
@@ -20,8 +22,25 @@ from clinrag.app.serve_commands import serve
 from clinrag.app.terms_commands import terms_app
 from clinrag.core.errors import ClinragError
 
+
+class _Commands(TyperGroup):
+    """The root command. It refuses arguments that are not UTF-8 and ends a `ClinragError` with a one-line
+    message and exit code 2, no traceback, for every caller: the `clinrag` script, `python -m clinrag` and
+    typer's CliRunner."""
+
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **options: Any) -> Any:
+        try:
+            check_argv(sys.argv[1:] if args is None else args)
+            return super().main(args, *rest, **options)
+        except ClinragError as exc:
+            err.print(f"[bold red]error:[/] {type(exc).__name__}: {exc}", highlight=False)
+            sys.exit(2)
+
+
 app = typer.Typer(
-    help="clinrag: doctor-like medical reasoning with evidence for every answer.", no_args_is_help=True
+    cls=_Commands,
+    help="clinrag: doctor-like medical reasoning with evidence for every answer.",
+    no_args_is_help=True,
 )
 config_app = typer.Typer(help="Inspect settings.", no_args_is_help=True)
 llm_app = typer.Typer(help="Talk to the configured chat model.", no_args_is_help=True)
@@ -120,9 +139,4 @@ def embed(
 
 
 def main() -> None:
-    try:
-        check_argv(sys.argv[1:])
-        app()
-    except ClinragError as exc:
-        err.print(f"[bold red]error:[/] {type(exc).__name__}: {exc}", highlight=False)
-        sys.exit(2)
+    app()

@@ -35,10 +35,10 @@ def read_text(text: str) -> str:
 def consult(
     ctx: typer.Context,
     text: Annotated[str, typer.Argument(help="The patient's description and question; '-' reads stdin.")],
-    knowledge: Annotated[
+    sources: Annotated[
         list[str] | None,
         typer.Option(
-            "--knowledge",
+            "--sources",
             "-s",
             help="Disease knowledge, as `graph build -s` names it (default: packaged:faker-diseases and "
             "packaged:hpo-diseases); e.g. -s ddxplus:DIR.",
@@ -83,7 +83,7 @@ def consult(
     question = read_text(text)
     if not question.strip():
         raise InvalidInputError("the consultation text is empty")
-    params = {"knowledge": ",".join(knowledge)} if knowledge else {}
+    params = {"sources": ",".join(sources)} if sources else {}
     if patients:
         params["patients"] = patients
     if prose:
@@ -95,7 +95,7 @@ def consult(
     case = Case(id="consult", language=language, question=question)
     # With -i the answer comes after the interview (a model writing the prose is asked once, at the end).
     consultant = method.consultant
-    if interactive and consultant.report(consultant.start(question), language)[0].differential:
+    if interactive and consultant.report(consultant.start(question, language))[0].differential:
         answer = _interview(method, case, max_questions, confidence)
     else:
         answer = method.answer(case)
@@ -108,11 +108,14 @@ def consult(
 def _interview(method, case: Case, max_questions: int, confidence: float) -> Answer:
     """Ask the most informative question, take the answer, redraw the differential; stop at the question
     budget, at `confidence`, when no question is left, or on end of input."""
+    from clinrag.methods.consult.compose import rendered
+
     consultant = method.consultant
-    state = consultant.start(case.question)
+    state = consultant.start(case.question, case.language)
     asked = 0
     while True:
-        report, _ = consultant.report(state, case.language)
+        data, evidence = consultant.report(state)
+        report = rendered(data, case.language, {item.id: item.text for item in evidence})
         _print_differential(report.differential[:5])
         top = report.differential[0].probability if report.differential else 0.0
         stop = (

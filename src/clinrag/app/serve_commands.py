@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import logging
 import signal
@@ -101,8 +102,13 @@ def serve(
     settings = served_settings(settings_from(ctx), host, kb, allow_path or [], allow_graph or [])
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     embedder = build_embedder(settings)
-    base = open_patient_base(settings, embedder, patients, dataset=patients_dataset, data_path=patients_path)
-    consult = ConsultService(settings, patient_base=base, embedder=lambda _: embedder)
+    # a base the user names is opened now (a wrong path fails at start); the default one when a method that
+    # draws on patients is first asked for
+    named = patients is not None or patients_dataset is not None
+    base = functools.partial(
+        open_patient_base, settings, embedder, patients, dataset=patients_dataset, data_path=patients_path
+    )
+    consult = ConsultService(settings, patient_base=base() if named else base, embedder=lambda _: embedder)
     folder = ddx_data or (settings.data_dir / "ddxplus" if settings.data_dir else None)
     ddx = (
         DdxService.from_ddxplus(folder, embedder, settings)

@@ -76,6 +76,14 @@ class Case(BaseModel):
         return options
 
 
+def case_text(case: Case) -> str:
+    """How a case is shown to a model or a retriever: the patient's initial presentation (what is known up
+    front; hidden findings are for simulators) followed by the question."""
+    if case.patient is None:
+        return case.question.strip()
+    return f"Patient: {case.patient.initial_presentation.strip()}\n\n{case.question.strip()}"
+
+
 class Evidence(BaseModel):
     """One piece of evidence a method used; `id` resolves in the store named by `source`."""
 

@@ -61,6 +61,17 @@ class Registry(Generic[T]):
             )
         return items[name]
 
+    def configured(self, setting: str, name: str) -> T:
+        """The item the setting `setting` names. Checked here, where the item is used, rather than when the
+        settings load, so that loading them imports no extension; an unknown name is a `ConfigError` that
+        names the setting and the known names."""
+        items = self.items()
+        if name not in items:
+            raise ConfigError(
+                f"{setting}: unknown {self.kind} {name!r}; known {self.kind}s: {', '.join(sorted(items))}"
+            )
+        return items[name]
+
     def names(self) -> list[str]:
         return sorted(self.items())
 

@@ -20,7 +20,6 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_vali
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
-from clinrag.core.backends import CHAT_BACKENDS, EMBED_BACKENDS, check_name
 from clinrag.core.errors import ConfigError, DataFormatError, validation_problems
 from clinrag.core.files import decode, os_reason
 
@@ -70,7 +69,8 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=_default_home)
 
     # Chat model
-    llm_backend: str = "embedded"  # a registered chat backend: embedded, openai, replay, …
+    # A registered chat backend (embedded, openai, replay, …), checked where the model is built
+    llm_backend: str = "embedded"
     llm_model: str | None = None
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
@@ -107,7 +107,8 @@ class Settings(BaseSettings):
     cache_path: Path | None = None
 
     # Embeddings
-    embed_backend: str = "minilm-onnx"  # a registered embedding backend: minilm-onnx, openai, …
+    # A registered embedding backend (minilm-onnx, openai, …), checked where the embedder is built
+    embed_backend: str = "minilm-onnx"
     embed_model: str | None = None
     embed_base_url: str | None = None
     embed_api_key: SecretStr | None = None
@@ -180,16 +181,6 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
-
-    @field_validator("llm_backend", "judge_backend")
-    @classmethod
-    def _chat_backend(cls, name: str | None) -> str | None:
-        return check_name(CHAT_BACKENDS, name)
-
-    @field_validator("embed_backend")
-    @classmethod
-    def _embed_backend(cls, name: str) -> str:
-        return check_name(EMBED_BACKENDS, name)
 
     @classmethod
     def settings_customise_sources(

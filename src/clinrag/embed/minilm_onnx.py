@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from clinrag.core.backends import EMBED_BACKENDS
 from clinrag.core.errors import ConfigError, ModelUnavailableError
 from clinrag.core.settings import Settings
+from clinrag.embed.backends import EMBED_BACKENDS
 from clinrag.embed.base import Embedder, l2_normalize, validate_texts
 
 if TYPE_CHECKING:

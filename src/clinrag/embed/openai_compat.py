@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from clinrag.core.backends import EMBED_BACKENDS
 from clinrag.core.errors import ConfigError, ModelReplyError, ModelUnavailableError
-from clinrag.core.remote import RetryPolicy, call_with_retries, make_clients
 from clinrag.core.settings import Settings, redact_url
+from clinrag.embed.backends import EMBED_BACKENDS
 from clinrag.embed.base import Embedder
+
+if TYPE_CHECKING:  # the OpenAI SDK takes a third of a second to import: loaded when this backend is built
+    from clinrag.core.remote import RetryPolicy
 
 _PROBE_TEXT = "dimension probe"
 
@@ -30,6 +32,8 @@ class OpenAIEmbedder(Embedder):
         batch_size: int = 64,
         dimension: int | None = None,
     ) -> None:
+        from clinrag.core.remote import RetryPolicy, make_clients
+
         super().__init__(batch_size)
         if not model:
             raise ConfigError("the OpenAI-compatible embedder needs a model name")
@@ -51,6 +55,8 @@ class OpenAIEmbedder(Embedder):
         return self._dimension
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        from clinrag.core.remote import call_with_retries
+
         response = call_with_retries(
             # "float" explicitly: the SDK otherwise asks for base64, which not every server implements.
             lambda: self._client.embeddings.create(model=self.name, input=texts, encoding_format="float"),
@@ -101,6 +107,8 @@ def from_settings(settings: Settings) -> OpenAIEmbedder:
     ]
     if missing or settings.embed_model is None:
         raise ConfigError(f"embed_backend 'openai' needs {' and '.join(missing)}")
+    from clinrag.core.remote import RetryPolicy
+
     return OpenAIEmbedder(
         model=settings.embed_model,
         base_url=settings.embed_base_url,

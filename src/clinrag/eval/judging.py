@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from clinrag.core.errors import InvalidInputError
-from clinrag.core.models import Case
+from clinrag.core.models import Case, case_text
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
 from clinrag.eval.judges import (
@@ -22,7 +22,6 @@ from clinrag.eval.judges import (
     win_matrix,
 )
 from clinrag.eval.results import CaseResult, RunDirectory
-from clinrag.tasks.render import case_text
 
 
 def _cases(settings: Settings, run: RunDirectory) -> dict[str, Case]:

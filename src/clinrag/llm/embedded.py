@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from clinrag.core.backends import CHAT_BACKENDS
 from clinrag.core.errors import InvalidInputError, ModelUnavailableError
 from clinrag.core.settings import Settings
 from clinrag.core.usage import Usage
+from clinrag.llm.backends import CHAT_BACKENDS
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
 from clinrag.llm.embedded_common import check_context, log_softmax, output_settings, packaged_model_path
 

@@ -16,7 +16,6 @@ from typing import Any, Literal, TypeVar
 
 import openai
 
-from clinrag.core.backends import CHAT_BACKENDS
 from clinrag.core.errors import (
     ConfigError,
     ModelReplyError,
@@ -28,6 +27,7 @@ from clinrag.core.remote import RetryPolicy, acall_with_retries, call_with_retri
 from clinrag.core.settings import Settings, redact_url
 from clinrag.core.usage import Usage
 from clinrag.llm import server_scoring
+from clinrag.llm.backends import CHAT_BACKENDS
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
 from clinrag.llm.chat_template import ChatTemplate, load_chat_template
 from clinrag.llm.server_probe import ServerCapabilities, ServerProbe, StructuredForm, structured_params

@@ -10,10 +10,10 @@ import json
 import threading
 from pathlib import Path
 
-from clinrag.core.backends import CHAT_BACKENDS
 from clinrag.core.errors import ConfigError, ReplayMissError
 from clinrag.core.files import os_reason, private_dir, private_file
 from clinrag.core.settings import Settings
+from clinrag.llm.backends import CHAT_BACKENDS
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
 
 

@@ -190,7 +190,8 @@ C = TypeVar("C", bound=MethodConfig)
 @dataclass(frozen=True)
 class MethodSpec(Generic[C]):
     """A registered method: its name, a one-line description, its parameters, and how to build it from a
-    context and validated parameters."""
+    context and validated parameters. `uses_patients`: it draws on the context's patient base (a server
+    opens its default base only for such a method); `needs_experience`: it cannot answer without one."""
 
     name: str
     description: str
@@ -198,6 +199,7 @@ class MethodSpec(Generic[C]):
     factory: Callable[[MethodContext, C], Method]
     uses_llm: bool = True
     needs_experience: bool = False
+    uses_patients: bool = False
 
     def build(self, context: MethodContext) -> Method:
         """The method for `context`; invalid parameters are an `InvalidInputError` naming each field."""

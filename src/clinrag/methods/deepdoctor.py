@@ -19,7 +19,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from clinrag.core.models import Answer, Case, Evidence
+from clinrag.core.models import Answer, Case, Evidence, case_text
 from clinrag.graph.matching import NodeMatcher
 from clinrag.graph.planner import GraphPlanner, PlannerConfig, RetrievalState
 from clinrag.graph.store import GraphStore
@@ -30,7 +30,6 @@ from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.evidence_pack import EvidencePack, graph_evidence, mesh_evidence
 from clinrag.methods.registry import register
 from clinrag.methods.resources import DataPath, GraphUri
-from clinrag.tasks.render import case_text
 from clinrag.tasks.templates import task_prompt
 from clinrag.terms.mesh_mapper import MeshMapper
 

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from clinrag.core.errors import AnswerParseError, InvalidInputError, StructuredOutputError
-from clinrag.core.models import Answer, Case, StructuredResult, Trace
+from clinrag.core.models import Answer, Case, StructuredResult, Trace, case_text
 from clinrag.core.provenance import case_origins
 from clinrag.index.concept import Fallback
 from clinrag.knowledge.base import KnowledgeBase
@@ -45,7 +45,6 @@ from clinrag.methods.registry import register
 from clinrag.methods.resources import DataPath
 from clinrag.patients.similarity import Neighbours, SimilarPatients, patient_evidence
 from clinrag.tasks.citations import cited_ids
-from clinrag.tasks.render import case_text
 from clinrag.tasks.templates import CHOICE_TASKS, SET_TASKS, TaskPrompt, get_task_prompt, task_prompt
 
 PROMPT_PATIENT_CHARS = 300  # per patient in the prompt; the full record stays in the evidence
@@ -318,5 +317,6 @@ SPEC = register(
         description="DoctorRAG: concept-constrained knowledge + similar patients (+ Med-TextGrad refinement)",
         config=DoctorRAGConfig,
         factory=build,
+        uses_patients=True,
     )
 )

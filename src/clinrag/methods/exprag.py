@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Literal, Self
 from pydantic import Field, model_validator
 
 from clinrag.core.errors import AnswerParseError, InvalidInputError, StructuredOutputError
-from clinrag.core.models import Answer, Case, StructuredResult
+from clinrag.core.models import Answer, Case, StructuredResult, case_text
 from clinrag.embed.base import Embedder
 from clinrag.index.hits import Hit
 from clinrag.index.lexical import LexicalIndex
@@ -53,7 +53,6 @@ from clinrag.patients.passages import Passage, Retriever, retrieve_passages
 from clinrag.patients.ranker import CodedSetRanker, preset_weights
 from clinrag.patients.record import PatientRecord
 from clinrag.patients.similarity import Neighbours, label_vote, patient_evidence
-from clinrag.tasks.render import case_text
 from clinrag.tasks.templates import CHOICE_TASKS, SET_TASKS, TaskPrompt, get_task_prompt, task_prompt
 
 Preset = Literal["uniform", "focused", "complementary"]
@@ -415,5 +414,6 @@ SPEC = register(
         "of their reports that answer the question",
         config=ExpRAGConfig,
         factory=build,
+        uses_patients=True,
     )
 )

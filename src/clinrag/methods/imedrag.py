@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from clinrag.core.errors import StructuredOutputError
-from clinrag.core.models import Answer, Case, Evidence
+from clinrag.core.models import Answer, Case, Evidence, case_text
 from clinrag.core.provenance import case_origins
 from clinrag.knowledge.base import SearchMode
 from clinrag.llm.base import ChatModel, ChatRequest
@@ -30,7 +30,7 @@ from clinrag.methods.base import Method, MethodConfig, MethodSpec
 from clinrag.methods.rag import DocumentRetriever, answer_query, build_retriever
 from clinrag.methods.registry import register
 from clinrag.methods.resources import DataPath
-from clinrag.tasks.render import case_text, options_block
+from clinrag.tasks.render import options_block
 from clinrag.tasks.templates import task_prompt
 
 QUERY_CHARS = 200

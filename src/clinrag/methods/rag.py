@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from clinrag.core.errors import InvalidInputError
-from clinrag.core.models import Answer, Case, Evidence
+from clinrag.core.models import Answer, Case, Evidence, case_text
 from clinrag.core.provenance import Origin, case_origins
 from clinrag.knowledge.base import KnowledgeBase, SearchMode
 from clinrag.knowledge.tagging import Tagger
@@ -26,7 +26,6 @@ from clinrag.methods.answering import AnswerMode, Ledger, answer_case, complete
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.registry import register
 from clinrag.methods.resources import DataPath
-from clinrag.tasks.render import case_text
 from clinrag.tasks.templates import task_prompt
 
 NOTHING_FOUND = "No relevant documents were found for this question."

@@ -11,12 +11,11 @@ from functools import cached_property
 from typing import Literal
 
 from clinrag.core.errors import InvalidInputError
-from clinrag.core.models import Case, Evidence
+from clinrag.core.models import Case, Evidence, case_text
 from clinrag.embed.base import Embedder
 from clinrag.patients.base import PatientBase, format_record
 from clinrag.patients.ranker import CodedSetRanker, preset_weights
 from clinrag.patients.record import PatientRecord
-from clinrag.tasks.render import case_text
 
 Neighbours = list[tuple[PatientRecord, float]]
 

@@ -1,1 +1,2 @@
-"""Terminology: ICD-10 chapters, the MeSH descriptor index and the name → descriptor mapper."""
+"""Terminology: ICD-10 chapters, the HPO terms and disease annotations, the MeSH descriptor index and the
+name → descriptor mapper."""

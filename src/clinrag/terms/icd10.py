@@ -1,15 +1,15 @@
 """The ICD-10-CM chapters (2026 tabular list), read from the `simple-icd-10-cm` package.
 
 The package is the single source of truth: chapter numbers, titles and code ranges are parsed from its
-chapter descriptions, never typed in here."""
+chapter descriptions, never typed in here. It parses its whole XML when imported (seconds), so it is imported
+by the functions that read it, not by this module: importing the knowledge layer (every `clinrag consult`)
+must not pay for it."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from functools import cache
-
-import simple_icd_10_cm as cm
 
 from clinrag.core.errors import InvalidInputError
 
@@ -35,6 +35,8 @@ class Chapter:
 
 @cache
 def _chapters() -> tuple[Chapter, ...]:
+    import simple_icd_10_cm as cm
+
     found = []
     for code in cm.get_all_codes(False):
         if not cm.is_chapter(code):
@@ -62,6 +64,8 @@ def chapter(number: int) -> Chapter:
 
 def chapter_of(code: str) -> Chapter:
     """The chapter of a valid ICD-10-CM code or block, dotted or not ("I21.4", "I214", "J45", "A00-A09")."""
+    import simple_icd_10_cm as cm
+
     normalized = code.strip().upper() if isinstance(code, str) else ""
     # the package also accepts a chapter's own identifier ("9"), which is not a code
     if not normalized or not cm.is_valid_item(normalized) or cm.is_chapter(normalized):

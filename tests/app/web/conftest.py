@@ -1,6 +1,7 @@
-"""A real clinrag server on loopback for the API and browser tests: uvicorn in a thread, a knowledge base
-built from the packaged disease table, a patient base built from the real iCraft-MD vignettes, the real
-DDXPlus patients for interactive differentials, the real embedded model and embedder."""
+"""A real clinrag server on loopback for the API and browser tests: uvicorn in a thread, on the session's
+consultation home (tests/conftest.py), a knowledge base built from the packaged disease table, a patient base
+built from the real iCraft-MD vignettes, the real DDXPlus patients for interactive differentials, the real
+embedded model and embedder."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
 from clinrag.eval.datasets.base import Dataset
 from clinrag.patients.defaults import open_patient_base
-from tests.app.test_cli import run_cli
+from tests.app.test_cli import invoke_cli
 
 CASE = (
     "A 5-year-old boy has multiple dome-shaped skin-coloured papules with central umbilication on the chest "
@@ -46,14 +47,17 @@ class LiveServer:
 
 
 @pytest.fixture(scope="session")
-def web_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("web-home")
+def web_home(consult_home: Path) -> Path:
+    """The home where the packaged disease model is already built, so the consultation loads it."""
+    return consult_home
 
 
 @pytest.fixture(scope="session")
 def web_kb(web_home: Path) -> Path:
     out = web_home / "kb"
-    built = run_cli("kb", "build", "-s", "packaged:faker-diseases", "--out", str(out))
+    built = invoke_cli(
+        "kb", "build", "-s", "packaged:faker-diseases", "--out", str(out), env={"CLINRAG_HOME": str(web_home)}
+    )
     assert built.returncode == 0, built.stderr
     return out
 

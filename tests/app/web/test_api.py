@@ -24,8 +24,8 @@ def consult(url: str, **body) -> httpx.Response:
 
 @pytest.fixture(scope="module")
 def consult_ready(live) -> LiveServer:
-    """The live server with its `consult` method built once for the module: the disease model is built into
-    the session's clinrag home, where `clinrag serve` in the browser tests finds it too."""
+    """The live server with its `consult` method built once for the module, on the disease model built in
+    the session's clinrag home (`consult_home`), where `clinrag serve` in the browser tests finds it too."""
     live.consult.method("consult", {})
     return live
 
@@ -190,7 +190,7 @@ def test_consultation_sessions_refuse_bad_input(consult_ready) -> None:
     assert empty.status_code == 422 and "body.text" in empty.json()["error"]
     bad_params = httpx.post(f"{url}/v1/consult/sessions", json={"text": EXAMPLE, "params": {"questions": 99}})
     assert bad_params.status_code == 422 and "invalid consult parameters" in bad_params.json()["error"]
-    no_data = {"text": EXAMPLE, "params": {"knowledge": "ddxplus:/nonexistent"}}
+    no_data = {"text": EXAMPLE, "params": {"sources": "ddxplus:/nonexistent"}}
     assert httpx.post(f"{url}/v1/consult/sessions", json=no_data, timeout=600).status_code == 422
 
 
@@ -264,6 +264,7 @@ def test_logs_name_the_request_but_not_the_patient_text(live, caplog) -> None:
     assert "papules" not in record.getMessage()
 
 
+@pytest.mark.integration  # `serve` in a process of its own: a refusal that fails cannot serve from here
 def test_serving_beyond_loopback_needs_a_token() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("example.org")

@@ -3,8 +3,8 @@
 
 Consultations are pinned to `knn-vote` (no model: similar patients by embedding), so the fuzzer explores
 the request space instead of waiting minutes on the embedded model per generated text; the model-backed
-paths are exercised by test_api.py. Consultation sessions need no model: they are fuzzed as generated (the
-disease model is built by the first one)."""
+paths are exercised by test_api.py. Consultation sessions need no model: they are fuzzed as generated (on the
+disease model built in the session's clinrag home)."""
 
 from __future__ import annotations
 

@@ -49,8 +49,8 @@ def page(browser):
 
 @pytest.fixture(scope="module")
 def consult_served(served) -> str:
-    """`clinrag serve` with its `consult` method built once for the module (a first session builds the
-    disease model in the session's clinrag home, unless the API tests already did)."""
+    """`clinrag serve` with its `consult` method built once for the module, by a first session, on the
+    disease model built in the session's clinrag home (`consult_home`)."""
     response = httpx.post(f"{served}/v1/consult/sessions", json={"text": EXAMPLE}, timeout=600)
     assert response.status_code == 201, response.text
     return served

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from clinrag.core.backends import CHAT_BACKENDS
 from clinrag.core.settings import Settings
+from clinrag.llm.backends import CHAT_BACKENDS
 from clinrag.llm.openai_compat import OpenAICompatible
 
 

@@ -5,20 +5,19 @@ steps, abstention, evidence that resolves, leave-case-out experience, the intera
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from clinrag.core.errors import DataFormatError
 from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
 from clinrag.knowledge.tagging import EmbeddingTagger
 from clinrag.methods.base import MethodContext
-from clinrag.methods.consult.diseases import FORMAT_VERSION, DiseaseModel, sex_of
+from clinrag.methods.consult.compose import rendered
+from clinrag.methods.consult.diseases import sex_of
 from clinrag.methods.consult.method import ConsultConfig, ConsultMethod, build_consultant
 
 README_EXAMPLE = (
@@ -26,11 +25,6 @@ README_EXAMPLE = (
     "for three days. What could this be and what should I do?"
 )
 UNCITED_KINDS = {"advice", "experience", "abstention"}
-
-
-@pytest.fixture(scope="module")
-def consult_home(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("consult-home")
 
 
 @pytest.fixture(scope="module")
@@ -97,18 +91,35 @@ def test_an_answer_updates_the_state_and_is_not_asked_again(packaged) -> None:
     assert third.differential[0].probability >= second.differential[0].probability
 
 
-def test_french_and_chinese_answers_use_their_templates(packaged) -> None:
-    french = packaged.answer(Case(id="fr", language="fr", question=README_EXAMPLE))
-    chinese = packaged.answer(Case(id="zh", language="zh", question=README_EXAMPLE))
+def test_french_and_chinese_words_are_read_and_answered_in_their_language(packaged) -> None:
+    """The README example in each language's words: read with that language's rules, answered with its
+    templates, and it reaches the same findings and leading diagnoses as the English."""
+    french = packaged.answer(
+        Case(
+            id="fr",
+            language="fr",
+            question="J'ai 45 ans, de la fièvre, une toux et une douleur à la poitrine quand je respire, "
+            "depuis trois jours.",
+        )
+    )
+    chinese = packaged.answer(Case(id="zh", language="zh", question="我45岁，发烧、咳嗽、胸痛三天了。"))
+    english = packaged.answer(
+        Case(id="en", question="I am 45 and have had a fever, a cough and chest pain for three days.")
+    )
     assert "Vous signalez" in french.text and "consultez un médecin" in french.text
     assert "您提到" in chinese.text and "请去看医生" in chinese.text
+    for answer in (french, chinese):
+        said = {f["concept"] for f in answer.details["findings"]}
+        assert said == {f["concept"] for f in english.details["findings"]}
+        assert answer.details["differential"][0]["name"] == english.details["differential"][0]["name"]
+    assert (french.details["duration"], chinese.details["duration"]) == ("depuis 3 jours", "持续3天")
 
 
 def test_ddxplus_knowledge_with_experience_leaves_the_case_out(consult_home: Path, data_dir: Path) -> None:
     folder = data_dir / "ddxplus"
     text = load_dataset("ddxplus-text", folder)
     context = MethodContext(settings=Settings(home=consult_home), experience=text.records, labels=text.labels)
-    method = ConsultMethod(build_consultant(context, ConsultConfig(knowledge=f"ddxplus:{folder}")))
+    method = ConsultMethod(build_consultant(context, ConsultConfig(sources=f"ddxplus:{folder}")))
     experience = method.consultant.differential.experience
     assert experience is not None and experience.patients.sum() == len(text.records)
     case = text.cases[0]
@@ -150,18 +161,6 @@ def test_a_finding_listed_first_says_more_for_its_disease(packaged) -> None:
     assert posterior[rows["Angina Pectoris"]] > posterior[rows["Asthma"]]
 
 
-def test_a_disease_model_saved_by_an_earlier_version_is_read_again(
-    consult_home: Path, tmp_path: Path
-) -> None:
-    saved = tmp_path / "diseases.json"
-    saved.write_text(json.dumps({"format": 1, "specs": ["packaged:faker-diseases"], "diseases": []}))
-    model = DiseaseModel.open(["packaged:faker-diseases"], tmp_path)
-    assert len(model.diseases) == 158 and json.loads(saved.read_text())["format"] == FORMAT_VERSION
-    saved.write_text(json.dumps({"format": "x", "specs": [], "diseases": []}))
-    with pytest.raises(DataFormatError):
-        DiseaseModel.open(["packaged:faker-diseases"], tmp_path)
-
-
 def test_a_knowledge_base_is_quoted_beside_the_leading_diagnoses(
     consult_home: Path, data_dir: Path, minilm_embedder, tmp_path: Path
 ) -> None:
@@ -172,9 +171,9 @@ def test_a_knowledge_base_is_quoted_beside_the_leading_diagnoses(
     ).build([data_dir / "ddxplus" / "release_conditions.json"], tmp_path / "kb", progress=False)
     folder = data_dir / "ddxplus"
     context = MethodContext(settings=Settings(home=consult_home))
-    plain = ConsultMethod(build_consultant(context, ConsultConfig(knowledge=f"ddxplus:{folder}")))
+    plain = ConsultMethod(build_consultant(context, ConsultConfig(sources=f"ddxplus:{folder}")))
     quoting = ConsultMethod(
-        build_consultant(context, ConsultConfig(knowledge=f"ddxplus:{folder}", kb=str(tmp_path / "kb")))
+        build_consultant(context, ConsultConfig(sources=f"ddxplus:{folder}", kb=str(tmp_path / "kb")))
     )
     text = "I have a cough, a fever and I am short of breath."
     without, answer = ask(plain, text), ask(quoting, text)
@@ -223,3 +222,17 @@ def test_a_disease_listing_only_the_broader_finding_explains_it_less(packaged) -
     rows = {d.name: row for row, d in enumerate(differential.model.diseases)}
     barking = differential.likelihood(differential.vocabulary.lookup("barking cough").id)
     assert barking[rows["Croup"]] == pytest.approx(2 * barking[rows["Acute Bronchitis"]])  # lists "Cough"
+
+
+def test_the_report_is_data_and_compose_alone_puts_it_into_words(packaged) -> None:
+    consultant = packaged.consultant
+    report, evidence = consultant.report(consultant.start(README_EXAMPLE))
+    assert (report.duration_days, report.duration_written) == (3.0, "for three days")
+    assert report.sentences == [] and report.duration is None and report.experience == ""
+    assert all(q.text == "" for q in report.questions)
+    texts = {item.id: item.text for item in evidence}
+    english, french = rendered(report, "en", texts), rendered(report, "fr", texts)
+    assert (english.duration, french.duration) == ("for 3 days", "depuis 3 jours")
+    assert [q.text for q in english.questions] == [f"Do you have {q.finding}?" for q in report.questions]
+    assert [q.text for q in french.questions] == [f"Avez-vous : {q.finding} ?" for q in report.questions]
+    assert french.sentences[0].text.startswith("Vous signalez") and report.sentences == []

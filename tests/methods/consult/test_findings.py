@@ -13,8 +13,9 @@ from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
+from clinrag.graph.importers.ddxplus_findings import first_person, question_phrases
 from clinrag.methods.consult.findings import FindingExtractor, Findings
-from clinrag.methods.consult.vocabulary import Vocabulary, first_person, question_phrases
+from clinrag.methods.consult.vocabulary import Vocabulary
 
 README_TEXT = (
     "I am 45 and have had a fever, a productive cough and pain on the right side of my chest when I breathe "
@@ -91,7 +92,7 @@ def extractor(hpo: Vocabulary) -> FindingExtractor:
 
 @pytest.fixture(scope="module")
 def ddxplus(data_dir: Path) -> Vocabulary:
-    return Vocabulary.from_ddxplus(data_dir / "ddxplus")
+    return Vocabulary.of_source(f"ddxplus:{data_dir / 'ddxplus'}")
 
 
 def _statuses(found: Findings) -> dict[str, str]:
@@ -123,12 +124,12 @@ def status_scores(extractor: FindingExtractor) -> dict[str, dict[str, float]]:
 @pytest.fixture(scope="module")
 def lay_vocabulary(hpo: Vocabulary) -> Vocabulary:
     """As a consultation on the packaged disease table assembles it."""
-    return hpo.merge(Vocabulary.from_names(LAY_NAMES, "faker-diseases"))
+    return hpo.merge(Vocabulary.of_source("packaged:faker-diseases", LAY_NAMES))
 
 
 @pytest.fixture(scope="module")
-def by_meaning(lay_vocabulary: Vocabulary) -> FindingExtractor:
-    return FindingExtractor(lay_vocabulary, MiniLMOnnxEmbedder(), lay_names=LAY_NAMES)
+def by_meaning(lay_vocabulary: Vocabulary, minilm_embedder: MiniLMOnnxEmbedder) -> FindingExtractor:
+    return FindingExtractor(lay_vocabulary, minilm_embedder, lay_names=LAY_NAMES)
 
 
 def dev_scores(extractor: FindingExtractor) -> dict[str, dict[str, float]]:
@@ -178,10 +179,13 @@ def test_ddxplus_vocabulary_names_concepts_by_question(ddxplus: Vocabulary) -> N
     # the 208 yes/no evidences of release_evidences.json, and the 101 body sites of pain and of swelling
     assert len(ddxplus) == 208 + 2 * 101
     ear = ddxplus.lookup("ear pain")
-    assert set(ear.ids) == {"ddxplus:E_55_@_V_129", "ddxplus:E_55_@_V_130"}  # right and left ear
+    assert set(ear.codes) == {"E_55_@_V_129", "E_55_@_V_130"}  # right and left ear
+    assert ddxplus.by_code("E_55_@_V_130") is ear and ear.site == ("ear", "pain")
+    assert ear.lay and ear.askable and ear.question is None  # what DDXPlus declares of its findings
     assert ear.parents == ("ddxplus:E_53",) and ddxplus.lookup("pain").id == "ddxplus:E_53"
     merged = Vocabulary.from_hpo().merge(ddxplus)
     assert "ddxplus:E_55_@_V_129" in merged.lookup("ear pain").ids  # joined to HPO's Ear pain
+    assert merged.by_code("E_55_@_V_130").id == merged.lookup("ear pain").id
     tonsil = merged.lookup("tonsil pain")
     assert tonsil.parents == (merged.lookup("pain").id,)  # the parent follows its merge
     assert question_phrases("Do you have swollen or painful lymph nodes?") == (
@@ -233,14 +237,14 @@ def test_a_parenthetical_aside_does_not_break_a_phrase(ddxplus: Vocabulary, hpo:
 
 
 def test_a_clause_saying_more_than_its_mention_is_also_read_by_meaning(
-    ddxplus: Vocabulary, hpo: Vocabulary
+    ddxplus: Vocabulary, hpo: Vocabulary, minilm_embedder: MiniLMOnnxEmbedder
 ) -> None:
     text = (
         "I have recently had numbness, loss of sensation or tingling, in both arms and legs and around my "
         "mouth."
     )
     phrases = FindingExtractor(hpo.merge(ddxplus))
-    by_meaning = FindingExtractor(hpo.merge(ddxplus), MiniLMOnnxEmbedder())
+    by_meaning = FindingExtractor(hpo.merge(ddxplus), minilm_embedder)
     assert "ddxplus:E_157" not in {f.concept_id for f in phrases.extract(text).findings}
     found = {f.concept_id: f.status for f in by_meaning.extract(text).findings}
     assert found["ddxplus:E_157"] == "present"
@@ -259,7 +263,9 @@ def test_pain_in_a_listed_site_of_the_knowledge(ddxplus: Vocabulary, hpo: Vocabu
 
 
 def test_a_plain_name_is_a_kind_of_what_its_head_names(hpo: Vocabulary) -> None:
-    names = Vocabulary.from_names(["Swelling", "Swelling in Legs", "Barking Cough", "Runny Nose"], "graph")
+    names = Vocabulary.of_source(
+        "packaged:faker-diseases", ["Swelling", "Swelling in Legs", "Barking Cough", "Runny Nose"]
+    )
     vocabulary = hpo.merge(names).with_head_parents()
     swelling = vocabulary.lookup("swelling")
     assert vocabulary.lookup("swelling in legs").parents == (swelling.id,)
@@ -268,7 +274,7 @@ def test_a_plain_name_is_a_kind_of_what_its_head_names(hpo: Vocabulary) -> None:
 
 
 def test_merge_joins_a_plain_name_to_the_hpo_concept(hpo: Vocabulary) -> None:
-    merged = hpo.merge(Vocabulary.from_names(["fever", "feeling blue"], "faker-diseases"))
+    merged = hpo.merge(Vocabulary.of_source("packaged:faker-diseases", ["fever", "feeling blue"]))
     fever = merged.lookup("fever")
     assert fever.id == "hpo:HP:0001945" and "symptom:fever" in fever.ids
     assert merged.lookup("feeling blue").id == "symptom:feeling blue"
@@ -464,7 +470,7 @@ def _table(scores: dict[str, dict[str, float]]) -> None:
 if __name__ == "__main__":
     print("status set, phrases")
     _table(status_scores(FindingExtractor(Vocabulary.from_hpo())))
-    vocabulary = Vocabulary.from_hpo().merge(Vocabulary.from_names(LAY_NAMES, "faker-diseases"))
+    vocabulary = Vocabulary.from_hpo().merge(Vocabulary.of_source("packaged:faker-diseases", LAY_NAMES))
     print("development set, phrases")
     _table(dev_scores(FindingExtractor(vocabulary)))
     extractor = FindingExtractor(vocabulary, MiniLMOnnxEmbedder(), lay_names=LAY_NAMES)

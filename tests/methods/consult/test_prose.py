@@ -25,7 +25,7 @@ from clinrag.methods.consult.consultant import Consultant
 from clinrag.methods.consult.method import ConsultConfig, ConsultMethod, build_consultant
 from clinrag.methods.consult.prose import Names, ProseWriter
 from clinrag.methods.consult.report import Sentence
-from tests.app.test_cli import run_cli
+from tests.app.test_cli import invoke_cli
 from tests.methods.consult.test_consult import README_EXAMPLE
 from tests.openai_server import SCRIPTED_SETTINGS, LoopbackServer, ScriptedServer, chat_body, scripted_model
 
@@ -91,7 +91,7 @@ def context(home: Path) -> MethodContext:
 
 @pytest.fixture(scope="module")
 def consultant(context: MethodContext) -> Consultant:
-    return build_consultant(context, ConsultConfig(knowledge=KNOWLEDGE))
+    return build_consultant(context, ConsultConfig(sources=KNOWLEDGE))
 
 
 @pytest.fixture(scope="module")
@@ -271,7 +271,7 @@ def test_cli_prose_llm_end_to_end(home, role_server) -> None:
         **SCRIPTED_SETTINGS,
     }
     args = ("consult", "--prose", "llm", "-s", KNOWLEDGE, README_EXAMPLE)
-    result = run_cli(*args, "--json", env=env)
+    result = invoke_cli(*args, "--json", env=env)
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
     details = answer["details"]
@@ -283,7 +283,9 @@ def test_cli_prose_llm_end_to_end(home, role_server) -> None:
     assert "draft" in server.roles and "generate" in server.roles
     assert answer["usage"]["calls"] == len(server.requests)
     # The consult_prose setting asks for the same without the flag.
-    printed = run_cli("consult", "-s", KNOWLEDGE, README_EXAMPLE, env=env | {"CLINRAG_CONSULT_PROSE": "llm"})
+    printed = invoke_cli(
+        "consult", "-s", KNOWLEDGE, README_EXAMPLE, env=env | {"CLINRAG_CONSULT_PROSE": "llm"}
+    )
     assert printed.returncode == 0, printed.stderr
     assert FAITHFUL[1]["text"] in printed.stdout
     assert "1 sentence(s) of the model dropped" in printed.stdout and "500 mg" not in printed.stdout

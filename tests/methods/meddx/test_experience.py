@@ -222,6 +222,7 @@ def test_interactive_sessions_follow_the_same_policy(ddxplus_interactive, held_o
         assert [d.name for d in interactive.differential(session)] == [d.name for d in answer.result.ddx]
 
 
+@pytest.mark.integration  # the benchmark script in a process of its own
 def test_tuning_script_keeps_dev_and_eval_apart(data_dir) -> None:
     script = Path(__file__).parents[3] / "benchmarks" / "tune_experience.py"
     done = subprocess.run(

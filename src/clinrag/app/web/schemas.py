@@ -68,7 +68,7 @@ class ConsultStart(BaseModel):
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The patient's words.")
     language: Language = "en"
     params: Params = Field(
-        default_factory=dict, description="The consult method's --param values (knowledge, patients, ...)."
+        default_factory=dict, description="The consult method's --param values (sources, patients, kb, ...)."
     )
 
 

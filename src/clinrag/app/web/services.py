@@ -9,7 +9,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,19 +103,25 @@ def evidence_bytes(items: Iterable[Evidence]) -> int:
     return sum(len(item.id) + len(item.text) + len(item.source) + 200 for item in items)
 
 
+# a server's patient base, its records and their labels
+Experience = tuple[PatientBase | None, Sequence[PatientRecord], dict[str, list[str]]]
+
+
 class ConsultService:
     """Answers cases with any registered method. A method is built once per name and validated parameters
     (the `method_capacity` most recently used kept); builds run `build_workers` at a time (`build_waiting`
     more queued, beyond that 503), one per key, so a slow build holds up only the requests that need it.
     Methods share their heavy parts (a loaded knowledge base, the consultation's disease model) through one
     cache. A request's parameters may name only the files and graphs the settings allow (`api_data_roots`,
-    `api_graph_uris`). The evidence of each answer is kept under the answer's id, for its client."""
+    `api_graph_uris`). The evidence of each answer is kept under the answer's id, for its client. A patient
+    base given as a function is opened when a method that draws on patients (`MethodSpec.uses_patients`) is
+    first built: a server answering consultations alone never opens (or embeds) one."""
 
     def __init__(
         self,
         settings: Settings,
         *,
-        patient_base: PatientBase | None = None,
+        patient_base: PatientBase | Callable[[], PatientBase] | None = None,
         embedder: Callable[[Settings], Embedder] | None = None,
         chat_model: Callable[[Settings], ChatModel] | None = None,
         method_capacity: int = 8,
@@ -124,12 +130,14 @@ class ConsultService:
         build_waiting: int = 16,
     ) -> None:
         self.settings = settings
-        self.patient_base = patient_base
+        self._patient_base = patient_base
+        self._patients_lock = threading.Lock()
+        self._experience: tuple[PatientBase | None, Sequence[PatientRecord], dict[str, list[str]]] | None = (
+            None
+        )
         self.resources = ResourcePolicy(settings.api_data_roots, settings.api_graph_uris)
         self._embedder = embedder
         self._chat_model = chat_model
-        self._records = list(patient_base.records.values()) if patient_base else []
-        self._labels = record_labels(self._records)
         self._methods: BuildCache[Method] = BuildCache(method_capacity)
         self._shared: BuildCache[Any] = BuildCache(shared_capacity)
         self._builds = BuildPool(build_workers, build_waiting)
@@ -148,18 +156,29 @@ class ConsultService:
         spec = get_method(name)  # an unknown name is an InvalidInputError listing the valid ones
         config = spec.config.from_params(params)
         self.resources.check(config)
+        base, records, labels = self._patients() if spec.uses_patients else (None, (), {})
         context = MethodContext(
             settings=self.settings,
             params=dict(params),
-            experience=self._records,
-            labels=self._labels,
-            patient_base=self.patient_base,
+            experience=records,
+            labels=labels,
+            patient_base=base,
             embedder_factory=self._embedder,
             chat_model_factory=self._chat_model,
             shared=self._shared,
         )
         key = (name, config.model_dump_json())  # the same configuration however it was spelled
         return self._methods.future(key, lambda: spec.build(context), self._builds.submit)
+
+    def _patients(self) -> Experience:
+        """The server's patient base (opened on first use when it was given as a function), its records and
+        their labels: the same objects for every method, which share what they build from them."""
+        with self._patients_lock:
+            if self._experience is None:
+                base = self._patient_base() if callable(self._patient_base) else self._patient_base
+                records = list(base.records.values()) if base is not None else []
+                self._experience = (base, records, record_labels(records))
+            return self._experience
 
     def method(self, name: str, params: dict[str, Any]) -> Method:
         return self.method_future(name, params).result()
@@ -235,7 +254,7 @@ class ConsultSessions:
         method = await self._method(params)
         session_id = uuid.uuid4().hex
         case = Case(id=f"session-{session_id[:12]}", language=language, question=text)
-        state = await asyncio.to_thread(method.consultant.start, text)
+        state = await asyncio.to_thread(method.consultant.start, text, language)
         session = ConsultSession(dict(params), case, state)
         self.sessions.put(session_id, session)
         return session_id, session

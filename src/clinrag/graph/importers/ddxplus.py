@@ -26,7 +26,8 @@ from typing import Any
 import simple_icd_10_cm as cm
 
 from clinrag.core.errors import DataFormatError
-from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, clean_name
+from clinrag.graph.importers.ddxplus_findings import ddxplus_findings
+from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, SourceTraits, clean_name
 from clinrag.graph.importers.registry import PATH, GraphSource, register
 from clinrag.graph.schema import Relation
 
@@ -112,4 +113,13 @@ def _description(condition: dict[str, Any]) -> str | None:
     return f"{text}." if text else None
 
 
-register(GraphSource(f"{NAME}:{PATH}", lambda path, limit: read_ddxplus(path, limit=limit)))
+# 49 common and urgent conditions with symptom and antecedent probabilities and a severity; its findings are
+# its evidences, named by the questions that ask about them
+register(
+    GraphSource(
+        f"{NAME}:{PATH}",
+        lambda path, limit: read_ddxplus(path, limit=limit),
+        SourceTraits(lay=True, askable=True, frequencies=True, severity=True),
+        findings=ddxplus_findings,
+    )
+)

@@ -13,7 +13,7 @@ from typing import Any
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.graph.importers.ddxplus import icd10_description
-from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, clean_name
+from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, SourceTraits, clean_name
 from clinrag.graph.importers.registry import GraphSource, register
 from clinrag.graph.schema import Relation
 
@@ -68,6 +68,18 @@ def read_faker_diseases(language: str = "en", *, limit: int | None = None) -> So
     return result
 
 
+def faker_names_in(language: str) -> dict[str, tuple[str, ...]]:
+    """The English table's symptom names → their names in `language`: the tables are aligned row by row and
+    symptom by symptom (a name may have two translations in different rows)."""
+    names: dict[str, tuple[str, ...]] = {}
+    for english, other in zip(faker_table("en").values(), faker_table(language).values(), strict=True):
+        pairs = zip(english.get("symptoms") or [], other.get("symptoms") or [], strict=False)
+        for symptom, translated in pairs:
+            if translated not in names.get(symptom, ()):
+                names[symptom] = (*names.get(symptom, ()), translated)
+    return names
+
+
 def _description(row: int, entry: dict[str, Any], others: dict[str, list[tuple[str, Any]]]) -> str | None:
     code = str(entry.get("icd10") or "")
     parts = [icd10_description(code)]
@@ -85,5 +97,9 @@ for _language in LANGUAGES:
         GraphSource(
             f"packaged:{source_name(_language)}",
             lambda _, limit, language=_language: read_faker_diseases(language, limit=limit),
+            # a plain symptom list, each disease's cardinal symptom first (angina: chest pain; gout: joint
+            # pain; croup: barking cough)
+            SourceTraits(lay=True, askable=True, salience_ordered=True),
+            names_in=faker_names_in if _language == "en" else None,
         )
     )

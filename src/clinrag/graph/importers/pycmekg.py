@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from clinrag.core.errors import DataFormatError
-from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, clean_name
+from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, SourceTraits, clean_name
 from clinrag.graph.importers.registry import PATH, GraphSource, register
 from clinrag.graph.schema import Relation
 
@@ -119,4 +119,10 @@ def read_pycmekg(path: str | Path, *, limit: int | None = None) -> SourceRecords
     return result
 
 
-register(GraphSource(f"{NAME}:{PATH}", lambda path, limit: read_pycmekg(path, limit=limit)))
+register(
+    GraphSource(
+        f"{NAME}:{PATH}",
+        lambda path, limit: read_pycmekg(path, limit=limit),
+        SourceTraits(lay=True, askable=True),
+    )
+)

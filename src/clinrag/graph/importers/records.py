@@ -21,6 +21,32 @@ def clean_name(text: object) -> str | None:
     return cleaned if cleaned and len(cleaned) <= MAX_NAME_CHARS else None
 
 
+@dataclass(frozen=True)
+class SourceTraits:
+    """What a source's knowledge is, declared by its importer: the consultation reads these, and nothing
+    downstream tells sources apart by their names or id prefixes."""
+
+    lay: bool = False  # its findings are named in patients' words (matched by meaning, shown as named)
+    askable: bool = False  # a patient can be asked about its findings in their words
+    rare: bool = False  # its diseases are rare diseases
+    salience_ordered: bool = False  # it lists a disease's findings most characteristic first
+    frequencies: bool = False  # it says how often a finding occurs with a disease
+    severity: bool = False  # it rates how severe a disease is
+
+
+@dataclass(frozen=True)
+class FindingTerm:
+    """A finding as a source names it, for the consultation's vocabulary."""
+
+    id: str  # unique across sources ("ddxplus:E_91")
+    name: str
+    synonyms: tuple[str, ...] = ()
+    parents: tuple[str, ...] = ()  # ids of the broader findings it is a kind of
+    question: str | None = None  # the question that asks about it, when the source words one
+    site: tuple[str, str] | None = None  # a finding at one body site: (site word, kind): ("ear", "pain")
+    codes: tuple[str, ...] = ()  # the codes patients' records give it ("E_91", "E_55_@_V_129")
+
+
 @dataclass
 class Skips:
     """Skipped items by reason: how many, and the first few places (record keys) for the report."""

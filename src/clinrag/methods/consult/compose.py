@@ -1,118 +1,61 @@
-"""The answer composed from the consultation's structure by templates (English, French, Chinese): every
-sentence says only what the structure holds and carries the ids of the evidence it rests on; the one sentence
+"""The answer composed from the consultation's structure by templates (English, French, Chinese, under
+`resources/<language>/templates.json`): the only place a report is put into words. Every sentence says only
+what the structure holds and carries the ids of the evidence it rests on; the one sentence
 of advice ("see a doctor") rests on no evidence and says so by its kind. No model writes any of it."""
 
 from __future__ import annotations
 
+import json
+from functools import cache
+
+from clinrag.core.errors import DataFormatError
 from clinrag.core.models import Language
 from clinrag.methods.consult.report import ConsultationReport, DiagnosisOut, FindingOut, NextStep, Sentence
+from clinrag.methods.consult.rules import RESOURCES, UnsupportedLanguageError
 from clinrag.methods.consult.statements import quote
 
 SHOWN_DIAGNOSES = 3
 SHOWN_STEPS = 4  # per kind and diagnosis
 
-TEMPLATES: dict[str, dict[str, str]] = {
-    "en": {
-        "present": "You report {items}.",
-        "present_for": "You report {items}, {duration}.",
-        "for": "for {duration}",
-        "absent": "You do not report {items}.",
-        "uncertain": "You are not sure about {items}.",
-        "contradiction": "You both report and deny {items} ({quotes}); this is counted as uncertain.",
-        "quote": "“{text}”",
-        "differential": "From the disease knowledge, these findings fit best with {ranked}.",
-        "statement": "The knowledge base says about {name}: “{text}”",
-        "support": "{name} is suggested by {supporting}.",
-        "support_missing": "{name} is suggested by {supporting}; {missing} would also be typical of it but "
-        "{verb} not mentioned.",
-        "against": "{against} would be expected with {name} but {verb} denied.",
-        "questions": "To tell these apart, it would help to know: {questions}",
-        "question": "Do you have {finding}?",
-        "tests": "Tests used for {name}: {items}.",
-        "drugs": "Medicines used for {name} include {items}; only a doctor can decide whether any suits you "
-        "and at what dose.",
-        "care": "Care used for {name}: {items}.",
-        "no_experience": "Similar past patients were not used: no patient base is configured.",
-        "experience": "The probabilities also reflect {n} past patients with these diagnoses.",
-        "ask_back": "Nothing you describe points to a diagnosis yet; please answer: {questions}",
-        "nothing_understood": "I could not recognise a finding in your description{unmatched}. Please "
-        "describe your main symptoms, how long you have had them, and your age and sex.",
-        "uncertain_top": "The information so far does not point clearly to one diagnosis (the most likely, "
-        "{name}, has {p}); the answers to the questions below would help most.",
-        "advice": "This is not a diagnosis: please see a doctor, and seek urgent care if your symptoms are "
-        "severe or getting worse.",
-        "and": " and ",
-        "was": "was",
-        "were": "were",
-    },
-    "fr": {
-        "present": "Vous signalez : {items}.",
-        "present_for": "Vous signalez : {items}, {duration}.",
-        "for": "depuis {duration}",
-        "absent": "Vous ne signalez pas : {items}.",
-        "uncertain": "Vous n'êtes pas sûr(e) de : {items}.",
-        "contradiction": "Vous signalez et niez à la fois : {items} ({quotes}) ; c'est donc considéré "
-        "comme incertain.",
-        "quote": "« {text} »",
-        "differential": "D'après les connaissances sur les maladies, ces signes correspondent le mieux à "
-        "{ranked}.",
-        "statement": "La base de connaissances dit de {name} : « {text} »",
-        "support": "{name} est évoqué(e) par : {supporting}.",
-        "support_missing": "{name} est évoqué(e) par : {supporting} ; {missing} serai(en)t aussi "
-        "typique(s), mais n'{verb} pas mentionné(s).",
-        "against": "{against} serai(en)t attendu(s) avec {name}, mais {verb} absent(s).",
-        "questions": "Pour les départager, il serait utile de savoir : {questions}",
-        "question": "Avez-vous : {finding} ?",
-        "tests": "Examens utilisés pour {name} : {items}.",
-        "drugs": "Médicaments utilisés pour {name} : {items} ; seul un médecin peut décider si l'un d'eux "
-        "vous convient et à quelle dose.",
-        "care": "Soins utilisés pour {name} : {items}.",
-        "no_experience": "Les patients similaires n'ont pas été utilisés : aucune base de patients n'est "
-        "configurée.",
-        "experience": "Les probabilités tiennent aussi compte de {n} patients antérieurs ayant ces "
-        "diagnostics.",
-        "ask_back": "Rien de ce que vous décrivez n'oriente encore vers un diagnostic ; merci de répondre : "
-        "{questions}",
-        "nothing_understood": "Je n'ai reconnu aucun signe dans votre description{unmatched}. Décrivez vos "
-        "principaux symptômes, depuis quand vous les avez, votre âge et votre sexe.",
-        "uncertain_top": "Les informations actuelles n'orientent pas clairement vers un diagnostic (le plus "
-        "probable, {name}, a {p}) ; les réponses aux questions ci-dessous aideraient le plus.",
-        "advice": "Ceci n'est pas un diagnostic : consultez un médecin, et allez aux urgences si vos "
-        "symptômes sont sévères ou s'aggravent.",
-        "and": " et ",
-        "was": "a été",
-        "were": "ont été",
-    },
-    "zh": {
-        "present": "您提到：{items}。",
-        "present_for": "您提到：{items}，{duration}。",
-        "for": "持续{duration}",
-        "absent": "您没有：{items}。",
-        "uncertain": "您不确定是否有：{items}。",
-        "contradiction": "您既提到又否认{items}（{quotes}），因此视为不确定。",
-        "quote": "“{text}”",
-        "differential": "根据疾病知识，这些表现最符合{ranked}。",
-        "statement": "知识库关于{name}：“{text}”",
-        "support": "支持{name}的表现：{supporting}。",
-        "support_missing": "支持{name}的表现：{supporting}；{missing}也是其典型表现，但您未提及。",
-        "against": "{name}通常会有{against}，但您否认。",
-        "questions": "为了进一步鉴别，最好了解：{questions}",
-        "question": "您是否有{finding}？",
-        "tests": "{name}常用的检查：{items}。",
-        "drugs": "{name}常用的药物包括{items}；是否适合您以及剂量，只能由医生决定。",
-        "care": "{name}的其他处理：{items}。",
-        "no_experience": "未使用相似患者的经验：没有配置患者库。",
-        "experience": "这些概率也参考了{n}位有这些诊断的既往患者。",
-        "ask_back": "您描述的内容尚不足以指向某个诊断；请回答：{questions}",
-        "nothing_understood": "我没能在您的描述中识别出任何症状{unmatched}。"
-        "请描述您的主要症状、持续时间，以及年龄和性别。",
-        "uncertain_top": "目前的信息还不能明确指向某一诊断（最可能的{name}为{p}）；回答下面的问题最有帮助。",
-        "advice": "这不是诊断：请去看医生；如果症状严重或加重，请尽快就医。",
-        "and": "和",
-        "was": "",
-        "were": "",
-    },
-}
+
+@cache
+def templates(language: str) -> dict[str, str]:
+    """The answer's templates in `language` (`resources/<language>/templates.json`, `{"key", "text"}`)."""
+    path = RESOURCES / language / "templates.json"
+    if not path.is_file():
+        raise UnsupportedLanguageError(f"no answer templates for language {language!r}")
+    try:
+        return {record["key"]: record["text"] for record in json.loads(path.read_text(encoding="utf-8"))}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DataFormatError(f"{path}: malformed answer templates ({exc!r})") from exc
+
+
+def rendered(report: ConsultationReport, language: Language, texts: dict[str, str]) -> ConsultationReport:
+    """The report with what it says in words filled in, in `language`: the duration, how past patients were
+    used, each question, and the answer's sentences (`texts`: the evidence's texts by id)."""
+    t = templates(language)
+    report = report.model_copy(deep=True)
+    report.duration = duration_text(report.duration_days, report.duration_written, t)
+    report.experience = t["experience"].format(n=report.patients) if report.patients else t["no_experience"]
+    for question in report.questions:
+        asked = question.asked if question.asked is not None and language == "en" else None
+        question.text = asked or t["question"].format(finding=question.finding)
+    report.sentences = compose(report, language, texts)
+    return report
+
+
+def duration_text(days: float | None, written: str | None, t: dict[str, str]) -> str | None:
+    """How long: "for 3 days", "for 2 weeks", "for 6 hours" when it was measured, else the phrase as written
+    ("since yesterday")."""
+    if days is None:
+        return written
+    if days < 1:
+        value, one, many = round(days * 24), t["unit_hour"], t["unit_hours"]
+    elif days >= 14 and days % 7 == 0:
+        value, one, many = round(days / 7), t["unit_week"], t["unit_weeks"]
+    else:
+        value, one, many = round(days), t["unit_day"], t["unit_days"]
+    return t["for"].format(duration=f"{value}{t['unit_separator']}{one if value == 1 else many}")
 
 
 def compose(
@@ -120,7 +63,7 @@ def compose(
 ) -> list[Sentence]:
     """The answer's sentences from the report; `texts` gives the evidence's texts by id (the statements
     quoted)."""
-    t = TEMPLATES[language]
+    t = templates(language)
     sentences = _findings(report, t)
     if report.abstained and not report.differential:
         if report.questions:  # what the text both states and denies, asked back
@@ -197,11 +140,6 @@ def render(sentences: list[Sentence]) -> str:
         cited = f" [{', '.join(sentence.evidence)}]" if sentence.evidence else ""
         parts.append(sentence.text + cited)
     return " ".join(parts)
-
-
-def experience_sentence(patients: int | None, language: Language) -> str:
-    t = TEMPLATES[language]
-    return t["experience"].format(n=patients) if patients else t["no_experience"]
 
 
 def _findings(report: ConsultationReport, t: dict[str, str]) -> list[Sentence]:
@@ -292,5 +230,4 @@ def _steps(name: str, steps: list[NextStep], t: dict[str, str]) -> list[Sentence
 def _join(items: list[str], t: dict[str, str]) -> str:
     if len(items) <= 1:
         return "".join(items)
-    separator = "、" if t is TEMPLATES["zh"] else ", "
-    return separator.join(items[:-1]) + t["and"] + items[-1]
+    return t["list_separator"].join(items[:-1]) + t["and"] + items[-1]

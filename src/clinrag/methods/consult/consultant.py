@@ -7,25 +7,24 @@ consultation, which answers to questions extend (the interactive session)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from clinrag.core.models import DDX_SIZE, Evidence, Language
 from clinrag.core.provenance import Origin
+from clinrag.graph.importers.ddxplus_findings import is_question
 from clinrag.graph.schema import Relation
-from clinrag.knowledge.base import KnowledgeBase
-from clinrag.methods.consult.compose import TEMPLATES, compose, experience_sentence
 from clinrag.methods.consult.differential import Differential
 from clinrag.methods.consult.findings import (
     Contradiction,
-    Duration,
     FindingExtractor,
     Findings,
     FindingStatus,
 )
-from clinrag.methods.consult.questions import Question, next_questions, questions_about
+from clinrag.methods.consult.questions import CANDIDATE_DISEASES, Question, next_questions, questions_about
 from clinrag.methods.consult.report import (
     ConsultationReport,
     DiagnosisOut,
@@ -34,7 +33,10 @@ from clinrag.methods.consult.report import (
     QuestionOut,
 )
 from clinrag.methods.consult.statements import statements_about
-from clinrag.methods.consult.vocabulary import Concept, is_question
+from clinrag.methods.consult.vocabulary import Concept
+
+if TYPE_CHECKING:  # a knowledge base is built by the caller; importing it loads the indexes
+    from clinrag.knowledge.base import KnowledgeBase
 
 SHOWN_NOT_REPORTED = 3
 STEP_DIAGNOSES = 3
@@ -76,17 +78,19 @@ class Consultant:
     def __init__(
         self,
         differential: Differential,
-        extractor: FindingExtractor,
+        extractors: Callable[[str], FindingExtractor],
         *,
         questions: int = 3,
+        candidate_diseases: int = CANDIDATE_DISEASES,
         abstain_below: float = 0.1,
         diagnoses: int = DDX_SIZE,
-        knowledge: KnowledgeBase | None = None,
+        kb: KnowledgeBase | None = None,
     ) -> None:
         self.differential = differential
-        self.extractor = extractor
-        self.knowledge = knowledge  # statements shown with the leading diagnoses
+        self.extractors = extractors  # the finding extractor of an input language
+        self.kb = kb  # a statement knowledge base: what it says of the leading diagnoses is quoted
         self.questions = questions
+        self.candidate_diseases = candidate_diseases
         self.abstain_below = abstain_below
         self.diagnoses = diagnoses
         self.concepts = {concept.id: concept for concept in differential.vocabulary.concepts}
@@ -105,17 +109,20 @@ class Consultant:
         other.differential = differential
         return other
 
-    def start(self, text: str, exclude: frozenset[Origin] = frozenset()) -> ConsultState:
-        return ConsultState(self.extractor.extract(text), exclude=exclude)
+    def start(
+        self, text: str, language: Language = "en", exclude: frozenset[Origin] = frozenset()
+    ) -> ConsultState:
+        """A consultation of the patient's words in `language` (a language without finding rules is refused:
+        `UnsupportedLanguageError`)."""
+        return ConsultState(self.extractors(language).extract(text), exclude=exclude)
 
     def answer(self, state: ConsultState, concept: str, status: FindingStatus) -> None:
         """Record the patient's answer about a concept (present, absent, or uncertain for "don't know")."""
         state.answered.append((concept, status))
 
-    def report(
-        self, state: ConsultState, language: Language = "en"
-    ) -> tuple[ConsultationReport, list[Evidence]]:
-        """The consultation as data, and every piece of evidence its sentences cite."""
+    def report(self, state: ConsultState) -> tuple[ConsultationReport, list[Evidence]]:
+        """The consultation as data, and every piece of evidence it cites (`compose.rendered` puts it into
+        words)."""
         evidence: dict[str, Evidence] = {}
         said = state.statuses()
         contradicted = state.contradictions()
@@ -128,10 +135,11 @@ class Consultant:
             findings=findings,
             age=extracted.age,
             sex=extracted.sex,
-            duration=duration_text(extracted.duration, language),
+            duration_days=extracted.duration.days if extracted.duration else None,
+            duration_written=extracted.duration.text if extracted.duration else None,
             onset=extracted.onset.text if extracted.onset else None,
             not_understood=list(extracted.not_understood),
-            experience=experience_sentence(self.patients(), language),
+            patients=self.patients(),
         )
         known = state.known()
         if not any(known.values()):
@@ -143,7 +151,7 @@ class Consultant:
                 self.differential, prior, {concept: self.concepts[concept].name for concept in contradicted}
             )
             # no differential yet, so no disease's facts to cite for them
-            report.questions = self._question_outs(asked_back[: self.questions], prior, language, evidence, 0)
+            report.questions = self._question_outs(asked_back[: self.questions], prior, evidence, 0)
         else:
             posterior = self.differential.posterior(known, extracted.sex)
             order = np.argsort(-posterior, kind="stable")[: self.diagnoses]
@@ -154,7 +162,7 @@ class Consultant:
             for diagnosis in report.differential[:STEP_DIAGNOSES]:
                 diagnosis.statements = self._statements(diagnosis, state.exclude, evidence)
             # what the text says both ways is asked again; what was answered, or said once, is not
-            report.questions = self._questions(posterior, said.keys() - contradicted, language, evidence)
+            report.questions = self._questions(posterior, said.keys() - contradicted, evidence)
             report.next_steps = self._steps(report.differential[:STEP_DIAGNOSES], evidence)
             top = report.differential[0].probability
             if top < self.abstain_below:
@@ -162,7 +170,6 @@ class Consultant:
                 report.abstention_reason = (
                     f"the most likely diagnosis has {top:.0%}, below {self.abstain_below:.0%}"
                 )
-        report.sentences = compose(report, language, {item.id: item.text for item in evidence.values()})
         return report, list(evidence.values())
 
     def _finding(
@@ -239,23 +246,24 @@ class Consultant:
     def _statements(
         self, diagnosis: DiagnosisOut, exclude: frozenset[Origin], evidence: dict[str, Evidence]
     ) -> list[str]:
-        if self.knowledge is None:
+        if self.kb is None:
             return []
-        found = statements_about(self.knowledge, diagnosis.name, diagnosis.supporting, exclude)
+        found = statements_about(self.kb, diagnosis.name, diagnosis.supporting, exclude)
         evidence.update((item.id, item) for item in found)
         return [item.id for item in found]
 
     def _questions(
-        self, posterior: np.ndarray, asked: Collection[str], language: Language, evidence: dict[str, Evidence]
+        self, posterior: np.ndarray, asked: Collection[str], evidence: dict[str, Evidence]
     ) -> list[QuestionOut]:
-        questions = next_questions(self.differential, posterior, asked, self.questions)
-        return self._question_outs(questions, posterior, language, evidence)
+        questions = next_questions(
+            self.differential, posterior, asked, self.questions, self.candidate_diseases
+        )
+        return self._question_outs(questions, posterior, evidence)
 
     def _question_outs(
         self,
         questions: list[Question],
         posterior: np.ndarray,
-        language: Language,
         evidence: dict[str, Evidence],
         cited_diagnoses: int = STEP_DIAGNOSES,
     ) -> list[QuestionOut]:
@@ -273,7 +281,7 @@ class Consultant:
                 QuestionOut(
                     concept=question.concept,
                     finding=display_name(concept),
-                    text=question_text(concept, language),
+                    asked=concept.question,
                     gain=round(question.gain, 4),
                     evidence=cited,
                 )
@@ -320,15 +328,8 @@ class Consultant:
 def display_name(concept: Concept) -> str:
     """The finding in plain words: the name a plain symptom list gives it (the disease table's lay name) when
     it has one, else its first phrase when it is named by a question (DDXPlus), else its name."""
-    lay = next(
-        (
-            alias.removeprefix("symptom:")
-            for alias in concept.ids
-            if alias.startswith("symptom:") and not is_question(alias.removeprefix("symptom:"))
-        ),
-        None,
-    )
-    if lay is None and concept.name.rstrip().endswith("?") and concept.synonyms:
+    lay = concept.plain
+    if lay is None and concept.name == concept.question and concept.synonyms:
         lay = concept.synonyms[0]
     return plain(lay or concept.name)
 
@@ -341,38 +342,3 @@ def plain(name: str) -> str:
     """A name as it reads inside a sentence: lower case, acronyms kept ("Shortness of Breath" → "shortness of
     breath", "COPD" stays)."""
     return " ".join(w if w.isupper() and len(w) > 1 else w.lower() for w in name.split())
-
-
-def question_text(concept: Concept, language: Language) -> str:
-    """The question to ask about a finding: the knowledge's own question (DDXPlus) in English, else "Do you
-    have …?" in the consultation's language."""
-    asked = next((s for s in concept.surfaces if s.rstrip().endswith("?")), None)
-    if asked is not None and language == "en":
-        return asked
-    return TEMPLATES[language]["question"].format(finding=display_name(concept))
-
-
-DURATION_UNITS = {
-    "en": ("hour", "hours", "day", "days", "week", "weeks"),
-    "fr": ("heure", "heures", "jour", "jours", "semaine", "semaines"),
-    "zh": ("小时", "小时", "天", "天", "周", "周"),
-}
-
-
-def duration_text(duration: Duration | None, language: Language) -> str | None:
-    """How long, in the consultation's language: "for 3 days", "for 2 weeks", "for 6 hours" when it was
-    measured, else the phrase as written ("since yesterday")."""
-    if duration is None:
-        return None
-    if duration.days is None:
-        return duration.text
-    days = duration.days
-    units = DURATION_UNITS[language]
-    if days < 1:
-        value, (one, many) = round(days * 24), units[0:2]
-    elif days >= 14 and days % 7 == 0:
-        value, (one, many) = round(days / 7), units[4:6]
-    else:
-        value, (one, many) = round(days), units[2:4]
-    separator = "" if language == "zh" else " "
-    return TEMPLATES[language]["for"].format(duration=f"{value}{separator}{one if value == 1 else many}")

@@ -43,14 +43,23 @@ from clinrag.methods.consult.vocabulary import Vocabulary, reachable
 from clinrag.patients.loaders import EvidenceDecoder
 from clinrag.patients.record import PatientRecord
 
-TYPICAL = 0.8
-SALIENCE_STEP = 0.1
-BROADER_SHARE = 0.5
-OTHER_SEX = 0.01  # the prior factor of a condition of the other sex (the sex may be misread, so not zero)
-SALIENCE_FLOOR = 0.5
-SPECTRUM = 4.0
-LEAK = 0.02
-MENTION_RATE = 0.2
+
+@dataclass(frozen=True)
+class LikelihoodSettings:
+    """The settings of the likelihoods (see the module docstring), set a priori."""
+
+    typical: float = 0.8
+    spectrum: float = 4.0
+    leak: float = 0.02
+    mention_rate: float = 0.2
+    salience_step: float = 0.1
+    salience_floor: float = 0.5
+    broader_share: float = 0.5
+    other_sex: float = 0.01  # the prior factor of a condition of the other sex (misread sex: not zero)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.mention_rate < 1:
+            raise ValueError(f"mention_rate must be in [0, 1), got {self.mention_rate}")
 
 
 @dataclass(frozen=True)
@@ -73,9 +82,8 @@ class Experience:
         field: str = "evidence",
     ) -> Experience | None:
         """The counts over the records whose label is a disease of the model (None if none is); a coded
-        finding `E_1` (or value `E_55_@_V_129`) is concept `ddxplus:E_1` when the vocabulary has it."""
+        finding (`E_1`, or the value `E_55_@_V_129`) is the concept the vocabulary gives that code."""
         index = {d.name: i for i, d in enumerate(model.diseases)}
-        by_id = {alias: concept for concept in vocabulary.concepts for alias in concept.ids}
         patients = np.zeros(len(model.diseases))
         findings: dict[str, np.ndarray] = {}
         contributions = {}
@@ -91,7 +99,7 @@ class Experience:
                 for code in record.codes.get(field, ())
                 for part in (code, EvidenceDecoder.split(code)[0])
             }
-            concepts = tuple(sorted({by_id[f"ddxplus:{c}"].id for c in codes if f"ddxplus:{c}" in by_id}))
+            concepts = tuple(sorted({c.id for code in codes if (c := vocabulary.by_code(code)) is not None}))
             contributions[record.id] = (row, concepts)
             patients[row] += 1
             for concept in concepts:
@@ -123,37 +131,20 @@ class Differential:
         model: DiseaseModel,
         vocabulary: Vocabulary,
         experience: Experience | None = None,
-        *,
-        typical: float = TYPICAL,
-        spectrum: float = SPECTRUM,
-        leak: float = LEAK,
-        mention_rate: float = MENTION_RATE,
-        salience_step: float = SALIENCE_STEP,
+        settings: LikelihoodSettings = LikelihoodSettings(),
     ) -> None:
-        if not 0 <= mention_rate < 1:
-            raise ValueError(f"mention_rate must be in [0, 1), got {mention_rate}")
         self.model = model
         self.vocabulary = vocabulary
-        self.leak = leak
-        self.mention_rate = mention_rate
-        listed_findings = np.array([max(len(d.symptoms), 1) for d in model.diseases], dtype=float)
-        self._typical = np.minimum(typical, spectrum / listed_findings)
-        # disease row → symptom name → its likelihood's factor for the place it is listed in
-        self._salience = {
-            row: {
-                name: max(1.0 - salience_step * place, SALIENCE_FLOOR)
-                for place, name in enumerate(disease.symptoms[: disease.ranked])
-            }
-            for row, disease in enumerate(model.diseases)
-            if disease.ranked
-        }
         # concept id → (diseases listing it, the symptom name they list it under)
         self.listed: dict[str, dict[int, str]] = {}
+        concept_of: dict[str, str | None] = {}  # symptom name → concept id (HPO diseases share most names)
         for row, disease in enumerate(model.diseases):
             for symptom in disease.symptoms:
-                concept = vocabulary.lookup(symptom)
-                if concept is not None:
-                    self.listed.setdefault(concept.id, {}).setdefault(row, symptom)
+                if symptom not in concept_of:
+                    concept = vocabulary.lookup(symptom)
+                    concept_of[symptom] = concept.id if concept is not None else None
+                if (concept_id := concept_of[symptom]) is not None:
+                    self.listed.setdefault(concept_id, {}).setdefault(row, symptom)
         self._parents = {c.id: c.parents for c in vocabulary.concepts}
         self._children: dict[str, list[str]] = {}
         for concept in vocabulary.concepts:
@@ -163,7 +154,33 @@ class Differential:
         self._broader: dict[str, set[int]] = {}  # the diseases `explaining` a finding by its broader one
         self._base_rates = np.asarray(model.base_rates())
         self._sexes = np.array([sex_of(disease.icd10) or "" for disease in model.diseases])
+        self._settle(settings)
         self._use(experience)
+
+    def _settle(self, settings: LikelihoodSettings) -> None:
+        """The likelihood settings, and what is computed from them alone."""
+        self.settings = settings
+        self.leak = settings.leak
+        self.mention_rate = settings.mention_rate
+        listed_findings = np.array([max(len(d.symptoms), 1) for d in self.model.diseases], dtype=float)
+        self._typical = np.minimum(settings.typical, settings.spectrum / listed_findings)
+        # disease row → symptom name → its likelihood's factor for the place it is listed in
+        self._salience = {
+            row: {
+                name: max(1.0 - settings.salience_step * place, settings.salience_floor)
+                for place, name in enumerate(disease.symptoms[: disease.ranked])
+            }
+            for row, disease in enumerate(self.model.diseases)
+            if disease.ranked
+        }
+        self._silence: np.ndarray | None = None  # the sum over every finding counted, when first needed
+
+    def with_settings(self, settings: LikelihoodSettings) -> Differential:
+        """This differential with other likelihood settings; the tables built from the knowledge (which
+        disease lists which finding, the hierarchy) are shared."""
+        other = copy.copy(self)
+        other._settle(settings)
+        return other
 
     def _use(self, experience: Experience | None) -> None:
         self.experience = experience
@@ -179,17 +196,6 @@ class Differential:
         )
         self._silence: np.ndarray | None = None  # the sum over every finding counted, when first needed
 
-    def with_mention_rate(self, mention_rate: float) -> Differential:
-        """This differential with another mention rate; the tables built from the knowledge are shared."""
-        if mention_rate == self.mention_rate:
-            return self
-        if not 0 <= mention_rate < 1:
-            raise ValueError(f"mention_rate must be in [0, 1), got {mention_rate}")
-        other = copy.copy(self)
-        other.mention_rate = mention_rate
-        other._silence = None
-        return other
-
     def leaving_out(self, record_id: str) -> Differential:
         """This differential with one past patient left out of its experience (leave-case-out)."""
         if self.experience is None or record_id not in self.experience.contributions:
@@ -204,7 +210,7 @@ class Differential:
         rows, listed = self._listing(self.explaining(concept))
         p[rows] = listed
         broader = list(self._broader[concept])
-        p[broader] = np.maximum(p[broader] * BROADER_SHARE, self.leak)
+        p[broader] = np.maximum(p[broader] * self.settings.broader_share, self.leak)
         experience = self.experience
         if experience is not None and concept in experience.asked:
             counts = experience.findings.get(concept, np.zeros(len(p)))
@@ -219,7 +225,7 @@ class Differential:
         log_p = self.log_prior + self.unmentioned(known)
         if sex in ("female", "male"):
             log_p = log_p + np.where(
-                self._sexes == ("male" if sex == "female" else "female"), np.log(OTHER_SEX), 0.0
+                self._sexes == ("male" if sex == "female" else "female"), np.log(self.settings.other_sex), 0.0
             )
         for concept, present in known.items():
             p = self.likelihood(concept)
@@ -268,7 +274,7 @@ class Differential:
         p = self._typical[rows].copy()
         for k, row in enumerate(rows):
             if row in self._salience:
-                p[k] *= self._salience[row].get(listing[row], SALIENCE_FLOOR)
+                p[k] *= self._salience[row].get(listing[row], self.settings.salience_floor)
         return rows, np.maximum(p, self.leak)
 
     def explaining(self, concept: str) -> dict[int, str]:

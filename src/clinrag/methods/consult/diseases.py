@@ -3,14 +3,14 @@ symptoms, tests, drugs and non-drug care, its ICD-10 code where the source gives
 
 The diseases are the records of the graph importers (`clinrag.graph.importers`), the same records that
 `clinrag graph build -s SPEC` imports, so a fact cites the graph fact it is (`graph:Disease|RELATION|name`).
-Reading every source takes tens of seconds (HPO's 12,000 diseases), so the model is saved once per set of
-sources under the clinrag home and loaded from there afterwards.
+Reading every source takes tens of seconds (HPO's 12,000 diseases), so the model is saved with the compiled
+knowledge (`compiled`) and loaded from there afterwards.
 
-Base rates: the sources do not give prevalences, but they say which diseases are rare. OMIM and Orphanet
-diseases (`packaged:hpo-diseases`) are rare diseases, which together affect about 3.5–5.9 % of people
-(Nguengang Wakap et al., Eur J Hum Genet 2020); the common-disease tables (the packaged disease table,
-DDXPlus) share the rest. Within each group the base rate is uniform, unless a patient base gives the
-diagnoses' frequencies (see `differential`).
+Base rates: the sources do not give prevalences, but they declare which diseases are rare
+(`SourceTraits.rare`). OMIM and Orphanet diseases (`packaged:hpo-diseases`) are rare diseases, which
+together affect about 3.5–5.9 % of people (Nguengang Wakap et al., Eur J Hum Genet 2020); the common-disease
+tables (the packaged disease table, DDXPlus) share the rest. Within each group the base rate is uniform,
+unless a patient base gives the diagnoses' frequencies (see `differential`).
 """
 
 from __future__ import annotations
@@ -21,20 +21,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from clinrag.core.errors import ConfigError, DataFormatError
-from clinrag.core.files import os_reason, private_dir
+from clinrag.core.errors import DataFormatError
 from clinrag.graph.importers import read_source
-from clinrag.graph.importers.records import SourceRecords
+from clinrag.graph.importers.records import SourceRecords, SourceTraits
+from clinrag.graph.importers.registry import graph_source
 from clinrag.graph.schema import Relation
 from clinrag.index.store import write_json
 
-RARE_SOURCES = frozenset({"hpo-diseases"})
-# Sources that list a disease's symptoms most characteristic first: the packaged disease table opens each
-# list with the cardinal one (angina: chest pain; gout: joint pain; croup: barking cough; kidney stones:
-# severe pain). HPO annotations and DDXPlus conditions are in no such order.
-SALIENCE_ORDERED = frozenset({"faker-diseases"})
 RARE_SHARE = 0.05  # the rare diseases' share of the base rate (see the module docstring)
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 _ICD10 = re.compile(r"ICD-10 ([A-TV-Z][0-9][0-9A-Z](?:\.[0-9A-Z]{1,4})?)")
 
 
@@ -50,10 +45,7 @@ class Disease:
     drugs: list[str] = field(default_factory=list)
     cures: list[str] = field(default_factory=list)
     ranked: int = 0  # how many of `symptoms`, from the first, are in their source's order of salience
-
-    @property
-    def rare(self) -> bool:
-        return self.source in RARE_SOURCES
+    rare: bool = False  # its source's diseases are rare diseases
 
     def fact_id(self, relation: Relation, target: str) -> str:
         """The id of the graph fact `(self)-[relation]->(target)`, as graph evidence is named."""
@@ -63,56 +55,46 @@ class Disease:
 @dataclass
 class DiseaseModel:
     """The diseases of the sources in `specs`, one entry per name (a name in two sources joins their
-    facts, as the graph joins their nodes)."""
+    facts, as the graph joins their nodes), and what each source declares it is (by source name)."""
 
     specs: list[str]
     diseases: list[Disease]
+    traits: dict[str, SourceTraits]
 
     @classmethod
     def read(cls, specs: Sequence[str]) -> DiseaseModel:
         by_name: dict[str, Disease] = {}
+        traits: dict[str, SourceTraits] = {}
         for spec in specs:
-            for disease in _diseases(read_source(spec)):
+            records = read_source(spec)
+            traits[records.name] = graph_source(spec).traits
+            for disease in _diseases(records, traits[records.name]):
                 present = by_name.get(disease.name)
                 if present is None:
                     by_name[disease.name] = disease
                 else:
                     _join(present, disease)
-        return cls(list(specs), list(by_name.values()))
+        return cls(list(specs), list(by_name.values()), traits)
 
-    @classmethod
-    def open(cls, specs: Sequence[str], directory: Path) -> DiseaseModel:
-        """The model saved in `directory`, else read from the sources and saved there."""
-        path = directory / "diseases.json"
-        if path.is_file():
-            try:
-                return cls.load(path)
-            except _StaleModel:
-                pass  # saved by an earlier clinrag: read again below
-        model = cls.read(specs)
-        try:
-            private_dir(directory)  # in clinrag's home: owner-only
-            write_json(
-                path,
-                {
-                    "format": FORMAT_VERSION,
-                    "specs": model.specs,
-                    "diseases": [asdict(d) for d in model.diseases],
-                },
-            )
-        except OSError as exc:
-            raise ConfigError(f"cannot save the disease model in {directory}: {os_reason(exc)}") from exc
-        return model
+    def save(self, path: Path) -> None:
+        write_json(
+            path,
+            {
+                "format": FORMAT_VERSION,
+                "specs": self.specs,
+                "diseases": [asdict(d) for d in self.diseases],
+                "traits": {name: asdict(t) for name, t in self.traits.items()},
+            },
+        )
 
     @classmethod
     def load(cls, path: Path) -> DiseaseModel:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(raw.get("format"), int) and raw["format"] < FORMAT_VERSION:
-                raise _StaleModel(f"{path}: format {raw['format']}, now {FORMAT_VERSION}")
             if raw.get("format") != FORMAT_VERSION:
                 raise ValueError(f"format {raw.get('format')!r}, expected {FORMAT_VERSION}")
-            return cls(list(raw["specs"]), [Disease(**d) for d in raw["diseases"]])
+            traits = {name: SourceTraits(**t) for name, t in raw["traits"].items()}
+            return cls(list(raw["specs"]), [Disease(**d) for d in raw["diseases"]], traits)
         except (ValueError, KeyError, TypeError) as exc:
             raise DataFormatError(f"{path}: not a saved disease model ({exc}); delete it to rebuild") from exc
 
@@ -147,11 +129,7 @@ def sex_of(icd10: str | None) -> str | None:
     return next((sex for sex, first, last in _SEX_BLOCKS if first <= block <= last), None)
 
 
-class _StaleModel(DataFormatError):
-    """A disease model saved in an earlier format."""
-
-
-def _diseases(records: SourceRecords) -> list[Disease]:
+def _diseases(records: SourceRecords, traits: SourceTraits) -> list[Disease]:
     diseases = []
     for record in records.records:
         code = _ICD10.search(record.description or "")
@@ -167,7 +145,8 @@ def _diseases(records: SourceRecords) -> list[Disease]:
                 tests=list(record.relations.get(Relation.RECOMMEND_TEST, [])),
                 drugs=list(record.relations.get(Relation.RECOMMEND_DRUG, [])),
                 cures=list(record.relations.get(Relation.RECOMMEND_CURE, [])),
-                ranked=len(symptoms) if records.name in SALIENCE_ORDERED else 0,
+                ranked=len(symptoms) if traits.salience_ordered else 0,
+                rare=traits.rare,
             )
         )
     return diseases

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -16,32 +16,63 @@ from clinrag.core.models import Answer, Case, RankedDiagnosis, StructuredResult
 from clinrag.core.provenance import case_origins
 from clinrag.methods.answering import option_key
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec, run_sync
-from clinrag.methods.consult.compose import render
+from clinrag.methods.consult.compiled import CompiledKnowledge, Extractors
+from clinrag.methods.consult.compose import render, rendered
 from clinrag.methods.consult.consultant import Consultant, ConsultState
-from clinrag.methods.consult.differential import MENTION_RATE, Differential, Experience
-from clinrag.methods.consult.diseases import DiseaseModel
-from clinrag.methods.consult.findings import FindingExtractor
-from clinrag.methods.consult.prose import Names, ProseWriter, Unsupported
-from clinrag.methods.consult.vocabulary import Vocabulary
+from clinrag.methods.consult.differential import Differential, Experience, LikelihoodSettings
+from clinrag.methods.consult.meaning import NEGATION_MARGIN, SEMANTIC_THRESHOLD
+from clinrag.methods.consult.questions import CANDIDATE_DISEASES
+from clinrag.methods.consult.report import Unsupported
 from clinrag.methods.registry import register
 from clinrag.methods.resources import DataPath, DatasetPath, GraphSources
 
-DEFAULT_KNOWLEDGE = "packaged:faker-diseases,packaged:hpo-diseases"
+if TYPE_CHECKING:  # the prose writer is imported when a model writes the sentences (it loads the indexes)
+    from clinrag.methods.consult.prose import ProseWriter
+
+DEFAULT_SOURCES = "packaged:faker-diseases,packaged:hpo-diseases"
+_LIKELY = LikelihoodSettings()  # the defaults of the likelihood settings below
+LIKELIHOOD_SETTINGS = (
+    "typical",
+    "spectrum",
+    "leak",
+    "salience_step",
+    "salience_floor",
+    "broader_share",
+    "other_sex",
+    "mention_rate",
+)
 
 
 class ConsultConfig(MethodConfig):
     method_name: ClassVar[str] = "consult"
 
     # Disease knowledge: graph sources, comma-separated, as `clinrag graph build -s` names them.
-    knowledge: GraphSources = DEFAULT_KNOWLEDGE
+    sources: GraphSources = DEFAULT_SOURCES
     # Similar past patients: DATASET:PATH (ddxplus, dialmed, icraft); in an evaluation, the dataset's other
     # patients are used when this is not set.
     patients: DatasetPath | None = None
     questions: int = Field(default=3, ge=0, le=10)
     abstain_below: float = Field(default=0.1, ge=0.0, le=1.0)
+    candidate_diseases: int = Field(default=CANDIDATE_DISEASES, ge=1, le=100)  # questions come from these
+    # The differential's likelihoods (see `differential`; set a priori, not fitted to any evaluation set):
+    # P(f | d) of a listed finding, at most `typical` and `spectrum` / the disease's listed findings; `leak`
+    # for an unlisted one; `salience_step` less per place after the first in a salience-ordered list (down
+    # to `salience_floor`); `broader_share` of it when only the broader finding is listed; the prior
+    # factor `other_sex` of a condition of the other sex.
+    typical: float = Field(default=_LIKELY.typical, gt=0.0, le=1.0)
+    spectrum: float = Field(default=_LIKELY.spectrum, gt=0.0)
+    leak: float = Field(default=_LIKELY.leak, gt=0.0, lt=1.0)
+    salience_step: float = Field(default=_LIKELY.salience_step, ge=0.0, lt=1.0)
+    salience_floor: float = Field(default=_LIKELY.salience_floor, gt=0.0, le=1.0)
+    broader_share: float = Field(default=_LIKELY.broader_share, gt=0.0, le=1.0)
+    other_sex: float = Field(default=_LIKELY.other_sex, gt=0.0, le=1.0)
     # How often a patient mentions, unasked, a finding they have (what goes unsaid then counts a little
     # against the diseases that nearly always show it; 0: not at all; see `differential`).
-    mention_rate: float = Field(default=MENTION_RATE, ge=0.0, lt=1.0)
+    mention_rate: float = Field(default=_LIKELY.mention_rate, ge=0.0, lt=1.0)
+    # The finding extractor's matching by meaning: the least cosine of a clause with a finding, and how much
+    # closer the clause without its "can't" must be for the word to deny it (see `meaning`).
+    meaning_threshold: float = Field(default=SEMANTIC_THRESHOLD, gt=0.0, le=1.0)
+    negation_margin: float = Field(default=NEGATION_MARGIN, ge=0.0, le=1.0)
     # A statement knowledge base (`clinrag kb build`): what it says about each leading diagnosis is quoted
     # and cited beside it (the probabilities do not change). None: no statements.
     kb: DataPath | None = None
@@ -51,7 +82,7 @@ class ConsultConfig(MethodConfig):
     refine_iterations: int = Field(default=1, ge=0, le=10)  # Med-TextGrad T on the model's prose (0 = off)
     unsupported: Unsupported = "drop"  # a sentence the evidence check does not support: drop or flag it
 
-    @field_validator("knowledge")
+    @field_validator("sources")
     @classmethod
     def _sources(cls, value: str) -> str:
         parts = [part.strip() for part in value.split(",") if part.strip()]
@@ -71,8 +102,8 @@ class ConsultConfig(MethodConfig):
             raise ValueError("a synthetic cohort is not clinical experience: give a real patient base")
         return value
 
-    def sources(self) -> list[str]:
-        return [part.strip() for part in self.knowledge.split(",") if part.strip()]
+    def source_specs(self) -> list[str]:
+        return [part.strip() for part in self.sources.split(",") if part.strip()]
 
 
 class ConsultMethod(Method):
@@ -90,7 +121,7 @@ class ConsultMethod(Method):
     def _start(self, case: Case) -> tuple[Consultant, ConsultState]:
         # A case that is itself in the patient base is left out of the experience (leave-case-out).
         consultant = self.consultant.leaving_out(case.id)
-        state = consultant.start(_text(case), exclude=case_origins(case))
+        state = consultant.start(_text(case), case.language, exclude=case_origins(case))
         if case.patient is not None:  # what the case states outright stands in for what the text leaves out
             given = case.patient.demographics
             state.findings.age = state.findings.age if state.findings.age is not None else given.age
@@ -109,7 +140,8 @@ class ConsultMethod(Method):
         with answer.trace.step("consult.findings") as step:
             step.output = state.findings.model_dump(mode="json") | {"answered": state.answered}
         with answer.trace.step("consult.report") as step:
-            report, evidence = await asyncio.to_thread(consultant.report, state, case.language)
+            report, evidence = await asyncio.to_thread(consultant.report, state)
+            report = rendered(report, case.language, {item.id: item.text for item in evidence})
             step.output = {"abstained": report.abstained, "reason": report.abstention_reason}
         if self.prose is not None:
             report = await self.prose.awrite(report, evidence, _text(case), case.language, answer)
@@ -138,6 +170,8 @@ def build(context: MethodContext, config: ConsultConfig) -> ConsultMethod:
     consultant = build_consultant(context, config)
     if (config.prose or context.settings.consult_prose) == "template":
         return ConsultMethod(consultant)
+    from clinrag.methods.consult.prose import Names, ProseWriter
+
     writer = ProseWriter(
         context.chat_model,
         context.embedder,
@@ -149,10 +183,11 @@ def build(context: MethodContext, config: ConsultConfig) -> ConsultMethod:
 
 
 def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultant:
-    """The consultant for `config`. Its heavy parts (the disease model, the vocabulary, the finding
-    extractor, the experience's counts) are built once per knowledge and patients and shared with every
-    other configuration built from the same context's `shared` cache."""
-    sources = config.sources()
+    """The consultant for `config`. Its heavy parts (the compiled knowledge, the experience's counts, the
+    tables of the differential, the finding extractors) are built once per sources and patients (the
+    extractors: per sources and matching settings) and shared with every other configuration built from the
+    same context's `shared` cache; the likelihood settings are cheap to change."""
+    sources = config.source_specs()
     key = ",".join(
         sorted(
             s if s.startswith("packaged:") else f"{s.split(':', 1)[0]}:{Path(s.split(':', 1)[1]).resolve()}"
@@ -160,38 +195,48 @@ def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultan
         )
     )
     experience = config.patients if config.patients is not None else id(context.experience)
-    differential, extractor = context.shared.get(
+    compiled, differential = context.shared.get(
         ("consult", key, experience), lambda: _knowledge(context, config, key)
     )
+    extractors = context.shared.get(
+        ("consult-extractors", key, config.meaning_threshold, config.negation_margin),
+        lambda: Extractors(
+            compiled,
+            context.embedder,
+            threshold=config.meaning_threshold,
+            negation_margin=config.negation_margin,
+        ),
+    )
     return Consultant(
-        differential.with_mention_rate(config.mention_rate),
-        extractor,
+        differential.with_settings(
+            LikelihoodSettings(**config.model_dump(include=set(LikelihoodSettings.__dataclass_fields__)))
+        ),
+        extractors,
         questions=config.questions,
+        candidate_diseases=config.candidate_diseases,
         abstain_below=config.abstain_below,
-        knowledge=context.knowledge_base(config.kb, param="kb") if config.kb else None,
+        kb=context.knowledge_base(config.kb, param="kb") if config.kb else None,
     )
 
 
 def _knowledge(
     context: MethodContext, config: ConsultConfig, key: str
-) -> tuple[Differential, FindingExtractor]:
-    sources = config.sources()
-    model = DiseaseModel.open(sources, context.settings.built_base_path("consult", key))
-    vocabulary = Vocabulary.from_hpo()
-    for spec in sources:
-        if spec.startswith("ddxplus:"):
-            vocabulary = vocabulary.merge(Vocabulary.from_ddxplus(spec.split(":", 1)[1]))
-    names = {symptom for disease in model.diseases for symptom in disease.symptoms}
-    vocabulary = vocabulary.merge(Vocabulary.from_names(sorted(names), "graph")).with_head_parents()
+) -> tuple[CompiledKnowledge, Differential]:
+    directory = context.settings.built_base_path("consult", key)
+    compiled = CompiledKnowledge.open(config.source_specs(), directory, context.embedder)
     records, labels = context.experience, context.labels
     if config.patients is not None:
         records, labels = _patients(config.patients)
-    experience = Experience.count(records, labels, model, vocabulary) if records else None
-    # Clauses no phrase matches are matched by meaning to the findings that have lay names: those of the
-    # common diseases (embedding the rare-disease phenotypes too would take minutes).
-    lay = sorted({s for disease in model.diseases if not disease.rare for s in disease.symptoms})
-    extractor = FindingExtractor(vocabulary, context.embedder, lay_names=lay)
-    return Differential(model, vocabulary, experience), extractor
+    experience = Experience.count(records, labels, compiled.model, compiled.vocabulary) if records else None
+    return compiled, Differential(compiled.model, compiled.vocabulary, experience)
+
+
+def _extractors(context: MethodContext, config: ConsultConfig, compiled: CompiledKnowledge) -> Extractors:
+    extractors = Extractors(
+        compiled, context.embedder, threshold=config.meaning_threshold, negation_margin=config.negation_margin
+    )
+    extractors("en")  # English, read most, is loaded with the rest; another language when first asked for
+    return extractors
 
 
 def _patients(spec: str):

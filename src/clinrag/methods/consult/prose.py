@@ -32,7 +32,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
+import spacy
 from pydantic import BaseModel, Field, StringConstraints
+from spacy.matcher import PhraseMatcher
 
 from clinrag.core.errors import ClinragError, StructuredOutputError
 from clinrag.core.models import Answer, Evidence, Language
@@ -50,11 +52,10 @@ from clinrag.methods.consult.report import (
     NextStep,
     QuestionOut,
     Sentence,
+    Unsupported,
 )
 from clinrag.methods.context import ClinicalContext
 from clinrag.methods.medtextgrad import LANGUAGE_NAMES, MedTextGrad, MedTextGradConfig, sentence_support
-
-Unsupported = Literal["drop", "flag"]
 
 SIMILARITY_MIN = 0.4  # faithful paraphrases score 0.65–0.85 against their support, unrelated sentences < 0.1
 MAX_SENTENCES = 12
@@ -128,25 +129,22 @@ class Verdict:
 
 class Names:
     """The names the disease knowledge knows, found in a text as whole words (case, accents and punctuation
-    ignored)."""
+    ignored): a spaCy PhraseMatcher over the names' normalised words."""
 
     def __init__(self, names: Iterable[str]) -> None:
         keys = {_key(name) for name in names}
-        self.keys = {k for k in keys if len(k) >= MIN_NAME_CHARS and re.search("[a-z]", k)}
-        self.longest = max((k.count(" ") + 1 for k in self.keys), default=0)
+        self._nlp = spacy.blank("xx")
+        self._matcher = PhraseMatcher(self._nlp.vocab)
+        kept = sorted(k for k in keys if len(k) >= MIN_NAME_CHARS and re.search("[a-z]", k))
+        self._matcher.add("NAME", list(self._nlp.tokenizer.pipe(kept)))
 
     @classmethod
     def of(cls, diseases: Iterable[Disease]) -> Names:
         return cls(n for d in diseases for n in (d.name, *d.symptoms, *d.tests, *d.drugs, *d.cures))
 
     def found(self, text: str) -> list[str]:
-        words = _WORD.findall(normalize(text))
-        spans = (
-            " ".join(words[start : start + n])
-            for start in range(len(words))
-            for n in range(1, min(self.longest, len(words) - start) + 1)
-        )
-        return list(dict.fromkeys(span for span in spans if span in self.keys))
+        doc = self._nlp.make_doc(_key(text))
+        return list(dict.fromkeys(doc[start:end].text for _, start, end in self._matcher(doc)))
 
 
 class EvidenceCheck:

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from clinrag.methods.consult.differential import Differential
-from clinrag.methods.consult.vocabulary import Concept
 
 CANDIDATE_DISEASES = 10  # questions come from the findings of the leading diseases
 
@@ -27,22 +26,22 @@ def entropy(p: np.ndarray) -> float:
     return float(-(nonzero * np.log(nonzero)).sum())
 
 
-def askable(concept: Concept) -> bool:
-    """A finding a patient can be asked about in plain words: one a lay symptom list names, or a DDXPlus
-    question (HPO's other terms are clinicians' words: "abnormal lung morphology")."""
-    return any(alias.startswith(("symptom:", "ddxplus:")) for alias in concept.ids)
-
-
 def next_questions(
-    differential: Differential, posterior: np.ndarray, asked: Collection[str], n: int = 3
+    differential: Differential,
+    posterior: np.ndarray,
+    asked: Collection[str],
+    n: int = 3,
+    candidate_diseases: int = CANDIDATE_DISEASES,
 ) -> list[Question]:
-    """The `n` most informative askable findings not yet asked about, most informative first."""
-    leading = np.argsort(-posterior, kind="stable")[:CANDIDATE_DISEASES]
+    """The `n` most informative askable findings (`Concept.askable`: a source declares its findings can be
+    asked in a patient's words) not yet asked about, most informative first, among the findings of the
+    `candidate_diseases` leading diseases."""
+    leading = np.argsort(-posterior, kind="stable")[:candidate_diseases]
     candidates: dict[str, str] = {}
     for row in leading:
         for symptom in differential.model.diseases[row].symptoms:
             concept = differential.vocabulary.lookup(symptom)
-            if concept is not None and concept.id not in asked and askable(concept):
+            if concept is not None and concept.id not in asked and concept.askable:
                 candidates.setdefault(concept.id, concept.name)
     questions = questions_about(differential, posterior, candidates)
     questions.sort(key=lambda q: (-q.gain, q.concept))

@@ -9,6 +9,8 @@ from pydantic import BaseModel, Field
 
 from clinrag.methods.consult.findings import Contradiction, FindingStatus
 
+Unsupported = Literal["drop", "flag"]  # a sentence of the model's the evidence check does not support
+
 
 class FindingOut(BaseModel):
     concept: str  # concept id
@@ -36,7 +38,8 @@ class DiagnosisOut(BaseModel):
 class QuestionOut(BaseModel):
     concept: str
     finding: str  # the finding's name
-    text: str  # the question in plain words
+    asked: str | None = None  # the question as the knowledge words it (DDXPlus), in English
+    text: str = ""  # the question in plain words, in the consultation's language (`compose.rendered`)
     gain: float  # expected information gain (nats)
     evidence: list[str] = Field(default_factory=list)  # the facts that make it informative
 
@@ -60,7 +63,9 @@ class ConsultationReport(BaseModel):
     findings: list[FindingOut] = Field(default_factory=list)
     age: int | None = None
     sex: str | None = None
-    duration: str | None = None
+    duration_days: float | None = None  # how long, when the text measures it
+    duration_written: str | None = None  # how long, as the text says it
+    duration: str | None = None  # how long, in the consultation's language (`compose.rendered`)
     onset: str | None = None
     not_understood: list[str] = Field(default_factory=list)
     differential: list[DiagnosisOut] = Field(default_factory=list)
@@ -68,7 +73,8 @@ class ConsultationReport(BaseModel):
     next_steps: list[NextStep] = Field(default_factory=list)
     abstained: bool = False
     abstention_reason: str | None = None
-    experience: str  # how similar past patients were used, or why not
+    patients: int | None = None  # the past patients the probabilities draw on (None: no patient base)
+    experience: str = ""  # how they were used, or why not, in words (`compose.rendered`)
     sentences: list[Sentence] = Field(default_factory=list)
     prose: Literal["template", "llm"] = "template"  # llm: the chat model wrote the cited sentences
     dropped: list[Sentence] = Field(default_factory=list)  # the model's sentences the evidence check removed

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
 
 from clinrag.core.models import Evidence
 from clinrag.core.provenance import Origin
-from clinrag.knowledge.base import KnowledgeBase
+
+if TYPE_CHECKING:  # a knowledge base is built by the caller; importing it loads the indexes
+    from clinrag.knowledge.base import KnowledgeBase
 
 SHOWN = 1  # statements per diagnosis
 FETCHED = 25  # candidates searched for those that name the diagnosis

@@ -169,5 +169,6 @@ SPEC = register(
         ),
         uses_llm=False,
         needs_experience=True,
+        uses_patients=True,
     )
 )

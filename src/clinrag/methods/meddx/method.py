@@ -194,5 +194,6 @@ SPEC = register(
         description="MEDDxAgent: DDxDriver over history taking, knowledge retrieval and a diagnosis strategy",
         config=MeddxConfig,
         factory=build,
+        uses_patients=True,
     )
 )

