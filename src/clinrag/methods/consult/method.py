@@ -200,12 +200,7 @@ def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultan
     )
     extractors = context.shared.get(
         ("consult-extractors", key, config.meaning_threshold, config.negation_margin),
-        lambda: Extractors(
-            compiled,
-            context.embedder,
-            threshold=config.meaning_threshold,
-            negation_margin=config.negation_margin,
-        ),
+        lambda: _extractors(context, config, compiled),
     )
     return Consultant(
         differential.with_settings(
