@@ -104,7 +104,7 @@ def evidence_bytes(items: Iterable[Evidence]) -> int:
 
 
 # a server's patient base, its records and their labels
-Experience = tuple[PatientBase | None, Sequence[PatientRecord], dict[str, list[str]]]
+ServedPatients = tuple[PatientBase | None, Sequence[PatientRecord], dict[str, list[str]]]
 
 
 class ConsultService:
@@ -132,9 +132,7 @@ class ConsultService:
         self.settings = settings
         self._patient_base = patient_base
         self._patients_lock = threading.Lock()
-        self._experience: tuple[PatientBase | None, Sequence[PatientRecord], dict[str, list[str]]] | None = (
-            None
-        )
+        self._served: ServedPatients | None = None
         self.resources = ResourcePolicy(settings.api_data_roots, settings.api_graph_uris)
         self._embedder = embedder
         self._chat_model = chat_model
@@ -170,15 +168,15 @@ class ConsultService:
         key = (name, config.model_dump_json())  # the same configuration however it was spelled
         return self._methods.future(key, lambda: spec.build(context), self._builds.submit)
 
-    def _patients(self) -> Experience:
+    def _patients(self) -> ServedPatients:
         """The server's patient base (opened on first use when it was given as a function), its records and
         their labels: the same objects for every method, which share what they build from them."""
         with self._patients_lock:
-            if self._experience is None:
+            if self._served is None:
                 base = self._patient_base() if callable(self._patient_base) else self._patient_base
                 records = list(base.records.values()) if base is not None else []
-                self._experience = (base, records, record_labels(records))
-            return self._experience
+                self._served = (base, records, record_labels(records))
+            return self._served
 
     def method(self, name: str, params: dict[str, Any]) -> Method:
         return self.method_future(name, params).result()

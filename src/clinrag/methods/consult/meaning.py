@@ -39,23 +39,19 @@ class Meant:
     status: str
 
 
-@Language.factory(
-    "clinrag_meaning",
-    default_config={"language": "en", "threshold": SEMANTIC_THRESHOLD, "margin": NEGATION_MARGIN},
-)
-def make_meaning(nlp: Language, name: str, language: str, threshold: float, margin: float) -> MeaningPipe:
-    return MeaningPipe(nlp, load_rules(language), threshold=threshold, margin=margin)
+@Language.factory("clinrag_meaning", default_config={"language": "en"})
+def make_meaning(nlp: Language, name: str, language: str) -> MeaningPipe:
+    return MeaningPipe(nlp, load_rules(language))
 
 
 class MeaningPipe:
-    def __init__(self, nlp: Language, rules: LanguageRules, *, threshold: float, margin: float) -> None:
-        """`threshold`: the least cosine a clause needs with a concept; `margin`: how much closer the clause
-        without its inability word ("I can't sleep") must be for the word to negate it."""
+    """The concepts' embedded forms are the pipe's data, saved with the pipeline; how a text is read by
+    them (the embedder, the threshold, the margin) is given with each call, through spaCy's `component_cfg`,
+    so one loaded pipeline serves every configuration."""
+
+    def __init__(self, nlp: Language, rules: LanguageRules) -> None:
         self.nlp = nlp
         self.rules = rules
-        self.threshold = threshold
-        self.margin = margin
-        self.embedder: Embedder | None = None
         self.concepts: list[str] = []
         self._starts = np.zeros(0, dtype=int)
         self._vectors = np.zeros((0, 0), dtype=np.float32)
@@ -76,23 +72,30 @@ class MeaningPipe:
         for concept_id, names in named.items():
             starts.append(len(forms))
             forms.extend(_forms(by_id[concept_id], names))
-        self.embedder = embedder
         self.concepts = list(named)
         self._starts = np.array(starts, dtype=int)
         self._vectors = (
             embedder.encode([statement.format(form) for form in forms]) if forms else self._vectors
         )
 
-    def __call__(self, doc: Doc) -> Doc:
-        doc._.meant = self.meant(doc) if self.embedder is not None and self.concepts else []
+    def __call__(
+        self,
+        doc: Doc,
+        embedder: Embedder | None = None,
+        threshold: float = SEMANTIC_THRESHOLD,
+        margin: float = NEGATION_MARGIN,
+    ) -> Doc:
+        """`threshold`: the least cosine a clause needs with a concept; `margin`: how much closer the clause
+        without its inability word ("I can't sleep") must be for the word to negate it. Without an embedder
+        the pipe finds nothing."""
+        doc._.meant = self.meant(doc, embedder, threshold, margin) if self.concepts and embedder else []
         return doc
 
-    def scores(self, texts: list[str]) -> np.ndarray:
+    def scores(self, texts: list[str], embedder: Embedder) -> np.ndarray:
         """(len(texts), len(concepts)) best cosines."""
-        assert self.embedder is not None
-        return np.maximum.reduceat(self.embedder.encode(texts) @ self._vectors.T, self._starts, axis=1)
+        return np.maximum.reduceat(embedder.encode(texts) @ self._vectors.T, self._starts, axis=1)
 
-    def meant(self, doc: Doc) -> list[Meant]:
+    def meant(self, doc: Doc, embedder: Embedder, threshold: float, margin: float) -> list[Meant]:
         clauses = [clause for clause in self._clauses(doc) if _mentioned_share(clause) < 0.5]
         if not clauses:
             return []
@@ -104,19 +107,19 @@ class MeaningPipe:
         ]
         affirmed = [inability.sub(" ", text) for text in plain]
         texts = list(dict.fromkeys([*plain, *affirmed]))
-        scores = self.scores(texts)
+        scores = self.scores(texts, embedder)
         row = {text: k for k, text in enumerate(texts)}
         found = []
         for clause, text, without in zip(clauses, plain, affirmed, strict=True):
             as_written, without_inability = scores[row[text]], scores[row[without]]
             best = np.maximum(as_written, without_inability)
             index = int(np.argmax(best))
-            if best[index] < self.threshold:
+            if best[index] < threshold:
                 continue
             cues = context(self.nlp, self._framed(text))
             if any(span._.other for span in cues.ents):
                 continue
-            negated = text == without or without_inability[index] > as_written[index] + self.margin
+            negated = text == without or without_inability[index] > as_written[index] + margin
             status = (
                 "uncertain"
                 if any(span._.hedged for span in cues.ents)

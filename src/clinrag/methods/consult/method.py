@@ -31,16 +31,6 @@ if TYPE_CHECKING:  # the prose writer is imported when a model writes the senten
 
 DEFAULT_SOURCES = "packaged:faker-diseases,packaged:hpo-diseases"
 _LIKELY = LikelihoodSettings()  # the defaults of the likelihood settings below
-LIKELIHOOD_SETTINGS = (
-    "typical",
-    "spectrum",
-    "leak",
-    "salience_step",
-    "salience_floor",
-    "broader_share",
-    "other_sex",
-    "mention_rate",
-)
 
 
 class ConsultConfig(MethodConfig):
