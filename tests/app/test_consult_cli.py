@@ -59,3 +59,20 @@ def test_input_errors_are_clean(home) -> None:
         timeout=120,
     )
     assert raw.returncode == 2 and b"not UTF-8" in raw.stderr and b"Traceback" not in raw.stderr
+
+
+def test_a_patient_given_as_hpo_terms(home, data_dir) -> None:
+    marfan = ["--hpo", "HP:0001166,HP:0001083", "--hpo", "HP:0000767,HP:0002616", "--not", "HP:0001249"]
+    result = invoke_cli("consult", *marfan, "--json", env=home)
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["result"]["ddx"][0]["code"] == "OMIM:154700", answer["result"]["ddx"][:3]
+    assert "finding:hpo:HP:0001166" in answer["text"]  # the findings keep their HPO ids to the answer
+    packet = next((data_dir / "phenopackets" / "AAGAB").glob("*.json"))
+    result = invoke_cli("consult", "--phenopacket", str(packet), "--json", env=home)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["details"]["findings"]
+    refused = invoke_cli("consult", "--hpo", "HP:12", env=home)
+    assert refused.returncode == 2 and "not an HPO term id" in refused.stderr
+    empty = invoke_cli("consult", env=home)
+    assert empty.returncode == 2 and "give a text, --hpo or --phenopacket" in empty.stderr

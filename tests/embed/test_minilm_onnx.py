@@ -99,10 +99,10 @@ def test_output_keeps_input_order(minilm: MiniLMOnnxEmbedder, medqa_sentences: l
 
 def test_truncates_at_256_word_pieces(minilm: MiniLMOnnxEmbedder, medqa_questions: list[str]) -> None:
     long_text = " ".join(medqa_questions[:4])
-    encoding = minilm._tokenizer.encode(long_text)
+    encoding = minilm._model().tokenizer.encode(long_text)
     assert len(encoding.ids) == 256
     assert encoding.overflowing  # the text was longer and was cut
-    assert encoding.ids[-1] == minilm._tokenizer.token_to_id("[SEP]")
+    assert encoding.ids[-1] == minilm._model().tokenizer.token_to_id("[SEP]")
     extended = long_text + " The patient later developed a severe pruritic rash on both legs."
     first, second = minilm.encode([long_text, extended])
     np.testing.assert_allclose(first, second, atol=1e-5)  # the suffix lies beyond the 256th piece
@@ -169,5 +169,8 @@ def test_corrupt_model_file_is_a_typed_error(tmp_path: Path) -> None:
     _, tokenizer = minilm_onnx.packaged_model_files()
     broken = tmp_path / "model.onnx"
     broken.write_bytes(b"not an onnx model")
+    embedder = MiniLMOnnxEmbedder(model_path=broken, tokenizer_path=tokenizer)  # loaded when first needed
     with pytest.raises(ModelUnavailableError, match="cannot load the ONNX model"):
-        MiniLMOnnxEmbedder(model_path=broken, tokenizer_path=tokenizer)
+        embedder.encode(["fever"])
+    with pytest.raises(ModelUnavailableError, match="is not a file"):
+        MiniLMOnnxEmbedder(model_path=tmp_path / "missing.onnx", tokenizer_path=tokenizer)

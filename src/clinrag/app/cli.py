@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from collections.abc import Sequence
@@ -139,4 +140,10 @@ def embed(
 
 
 def main() -> None:
-    app()
+    """The `clinrag` script and `python -m clinrag`: one command, then the process ends."""
+    try:
+        app()
+    finally:
+        # The loaded knowledge is about a million objects that live until the exit: without this, the
+        # collector's passes over them as the interpreter shuts down add about 0.4 s to every command.
+        gc.freeze()

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Table
 
+from clinrag.app.coded import coded_patient
 from clinrag.app.common import out, settings_from
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case
@@ -34,7 +35,10 @@ def read_text(text: str) -> str:
 
 def consult(
     ctx: typer.Context,
-    text: Annotated[str, typer.Argument(help="The patient's description and question; '-' reads stdin.")],
+    text: Annotated[
+        str,
+        typer.Argument(help="The patient's description and question; '-' reads stdin (optional with --hpo)."),
+    ] = "",
     sources: Annotated[
         list[str] | None,
         typer.Option(
@@ -72,6 +76,17 @@ def consult(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole answer as JSON.")] = False,
+    hpo: Annotated[
+        list[str] | None,
+        typer.Option(help="HPO terms the patient shows, comma-separated or repeated: HP:0001166,HP:0001083."),
+    ] = None,
+    not_: Annotated[
+        list[str] | None, typer.Option("--not", help="HPO terms the patient is known not to show.")
+    ] = None,
+    phenopacket: Annotated[
+        Path | None,
+        typer.Option(help="A GA4GH phenopacket (v2 JSON): its observed and excluded terms, age and sex."),
+    ] = None,
 ) -> None:
     """A grounded consultation: findings understood from the text, a differential with probabilities from
     the disease knowledge (and similar patients with --patients), the next questions, tests and treatments
@@ -81,8 +96,14 @@ def consult(
     from clinrag.methods.consult.method import ConsultConfig, build
 
     question = read_text(text)
-    if not question.strip():
-        raise InvalidInputError("the consultation text is empty")
+    packet = None
+    if phenopacket is not None:
+        from clinrag.eval.datasets.phenopackets import read_phenopacket  # loads the GA4GH schema's classes
+
+        packet = read_phenopacket(phenopacket)
+    patient = coded_patient(question, hpo or [], not_ or [], packet)
+    if not question.strip() and patient is None:
+        raise InvalidInputError("the consultation text is empty (give a text, --hpo or --phenopacket)")
     params = {"sources": ",".join(sources)} if sources else {}
     if patients:
         params["patients"] = patients
@@ -92,7 +113,7 @@ def consult(
         params["kb"] = str(kb)
     config = ConsultConfig.from_params(params)
     method = build(MethodContext(settings=settings_from(ctx)), config)
-    case = Case(id="consult", language=language, question=question)
+    case = Case(id="consult", language=language, question=question, patient=patient)
     # With -i the answer comes after the interview (a model writing the prose is asked once, at the end).
     consultant = method.consultant
     if interactive and consultant.report(consultant.start(question, language))[0].differential:

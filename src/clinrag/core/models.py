@@ -27,6 +27,11 @@ class Demographics(BaseModel):
     extra: dict[str, str] = Field(default_factory=dict)
 
 
+# `PatientProfile.codes` keys of a patient's phenotype in HPO terms ("HP:0001166"): shown, and excluded
+HPO_OBSERVED = "hpo"
+HPO_EXCLUDED = "hpo_excluded"
+
+
 class PatientProfile(BaseModel):
     """What is known about the patient.
 
@@ -44,7 +49,7 @@ class PatientProfile(BaseModel):
 class RankedDiagnosis(BaseModel):
     name: str
     probability: float | None = Field(default=None, ge=0.0, le=1.0)
-    code: str | None = None  # ICD-10 code, where the knowledge gives one
+    code: str | None = None  # ICD-10 code where the knowledge gives one, else its id there ("OMIM:154700")
 
 
 class Gold(BaseModel):

@@ -21,9 +21,9 @@ from pydantic import BaseModel
 from clinrag.core.errors import AnswerParseError, StructuredOutputError
 from clinrag.core.models import DDX_SIZE, Answer, Case, RankedDiagnosis, StructuredResult, Trace, TraceStep
 from clinrag.core.usage import Usage
-from clinrag.graph.matching import normalize
 from clinrag.llm.base import ChatModel, ChatRequest, Completion, OptionScores
 from clinrag.llm.structured import parse_structured, with_schema
+from clinrag.methods.options import option_key
 from clinrag.patients.similarity import Neighbours, label_vote
 from clinrag.tasks.templates import CHOICE_TASKS, TaskPrompt
 
@@ -126,16 +126,6 @@ def ranked_result(case: Case, distribution: dict[str, float]) -> StructuredResul
 def top(distribution: dict[str, float], n: int = DDX_SIZE) -> dict[str, float]:
     """The n most probable entries, rounded for a trace."""
     return {key: round(p, 4) for key, p in sorted(distribution.items(), key=lambda kv: -kv[1])[:n]}
-
-
-def option_key(label: str, options: dict[str, str]) -> str:
-    """The key of the option whose text is `label` — the same text, else the same after normalisation (case,
-    accents, punctuation) — or the label itself when no option has it."""
-    exact = next((key for key, text in options.items() if text == label), None)
-    if exact is not None:
-        return exact
-    wanted = normalize(label)
-    return next((key for key, text in options.items() if normalize(text) == wanted), label)
 
 
 # --- the experience prior over the options ----------------------------------------------------------------

@@ -20,9 +20,9 @@ from clinrag.graph.actions import MAX_KEYWORDS, TOP_K_MAX, Action, ActionRequest
 from clinrag.graph.matching import NodeMatcher
 from clinrag.graph.planner import RetrievalState
 from clinrag.graph.store import GraphStore
-from clinrag.methods.answering import option_key
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.evidence_pack import graph_evidence
+from clinrag.methods.options import option_key
 from clinrag.methods.registry import register
 from clinrag.methods.resources import GraphUri
 

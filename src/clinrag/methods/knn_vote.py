@@ -13,8 +13,8 @@ from pydantic import Field
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import DDX_SIZE, Answer, Case, RankedDiagnosis, StructuredResult
 from clinrag.embed.base import Embedder
-from clinrag.methods.answering import option_key
 from clinrag.methods.base import Method, MethodConfig, MethodSpec
+from clinrag.methods.options import option_key
 from clinrag.methods.registry import register
 from clinrag.patients.record import PatientRecord
 from clinrag.patients.similarity import SimilarPatients, label_vote, patient_evidence

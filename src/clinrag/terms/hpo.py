@@ -17,7 +17,21 @@ from importlib.metadata import version
 from pathlib import Path
 from types import MappingProxyType
 
+from clinrag.core.errors import InvalidInputError
+
 PHENOTYPIC_ABNORMALITY = "HP:0000118"  # the root of the terms that are symptoms and signs
+_TERM_ID = re.compile(r"HP[:_](\d{7})", re.IGNORECASE)
+# HPO's frequency terms, each as the middle of the range its definition gives
+FREQUENCY_TERMS = {
+    "HP:0040280": 1.0,  # obligate: 100 %
+    "HP:0040281": 0.895,  # very frequent: 80-99 %
+    "HP:0040282": 0.545,  # frequent: 30-79 %
+    "HP:0040283": 0.17,  # occasional: 5-29 %
+    "HP:0040284": 0.025,  # very rare: 1-4 %
+    "HP:0040285": 0.0,  # excluded: 0 %
+}
+_PATIENTS = re.compile(r"(\d+)\s*/\s*(\d+)")
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
 _DEFINITION = re.compile(r'^"(?P<text>.*?)"\s*(?:\[.*\])?\s*$', re.DOTALL)
 
 
@@ -46,6 +60,26 @@ class HpoAnnotation:
     evidence: str  # IEA (inferred from the disease's text), PCS (published case series), TAS (traceable)
     reference: str  # where it is stated: "PMID:31675180", "OMIM:619340", …, ";"-separated
 
+    @property
+    def share(self) -> float | None:
+        """The share of the disease's patients who show the term, as the annotation gives it: a frequency
+        term's range, a percentage, or from "n/m" patients (n + 0.6) / (m + 2), a prior share of 0.3 worth
+        two patients — one published patient of one ("1/1") says the share is likely high (0.53), not that
+        it is 100 % (the prior was chosen on the development cohorts with the consultation's
+        `unstated_share`). None when the annotation says nothing of it."""
+        text = self.frequency.strip()
+        if text in FREQUENCY_TERMS:
+            return FREQUENCY_TERMS[text]
+        if (patients := _PATIENTS.fullmatch(text)) and int(patients[2]) > 0:
+            return (min(int(patients[1]), int(patients[2])) + 0.6) / (int(patients[2]) + 2)
+        if percent := _PERCENT.fullmatch(text):
+            return min(float(percent[1]) / 100, 1.0)
+        return None
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        return tuple(part.strip() for part in self.reference.split(";") if part.strip())
+
 
 @dataclass(frozen=True)
 class HpoDisease:
@@ -62,6 +96,15 @@ class HpoDisease:
     def phenotypes(self) -> frozenset[str]:
         """The terms the disease shows (every aspect, NOT annotations excluded)."""
         return frozenset(a.term for a in self.annotations if not a.negated)
+
+
+def hpo_id(text: str) -> str:
+    """An HPO term id as written by a user ("HP:0001166", "hp_0001166", " HP:0001166 ") in its canonical
+    form; anything else is an `InvalidInputError`."""
+    match = _TERM_ID.fullmatch(text.strip())
+    if match is None:
+        raise InvalidInputError(f"{text.strip()[:40]!r} is not an HPO term id (HP: and seven digits)")
+    return f"HP:{match[1]}"
 
 
 def hpo_release() -> str:

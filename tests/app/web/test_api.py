@@ -211,7 +211,8 @@ def test_ddx_sessions_start_from_words_and_refuse_bad_answers(live) -> None:
     ("body", "message"),
     [
         ({"method": "no-such-method", "text": "fever"}, "unknown method 'no-such-method'; valid methods:"),
-        ({"method": "doctorrag", "text": ""}, "body.text: String should have at least 1 character"),
+        ({"method": "doctorrag", "text": ""}, "the case is empty: give its text, HPO terms or a phenopacket"),
+        ({"hpo": ["HP:166"]}, "body.hpo.0: String should match pattern"),
         ({"text": "fever", "surprise": 1}, "body.surprise: Extra inputs are not permitted"),
         ({"method": "doctorrag", "text": "fever", "params": {"k_statements": -1}}, "invalid doctorrag"),
     ],
@@ -219,6 +220,21 @@ def test_ddx_sessions_start_from_words_and_refuse_bad_answers(live) -> None:
 def test_invalid_requests_are_422_with_a_message(live, body, message) -> None:
     response = httpx.post(f"{live.url}/v1/consult", json=body)
     assert response.status_code == 422 and message in response.json()["error"]
+
+
+def test_a_patient_given_as_hpo_terms_or_a_phenopacket(live, data_dir) -> None:
+    marfan = {"hpo": ["HP:0001166", "HP:0001083", "HP:0000767", "HP:0002616"], "excluded_hpo": ["HP:0001249"]}
+    answer = httpx.post(f"{live.url}/v1/consult", json=marfan, timeout=120).json()
+    assert answer["result"]["ddx"][0]["code"] == "OMIM:154700", answer["result"]["ddx"][:3]
+    findings = {f["concept"]: f["status"] for f in answer["details"]["findings"]}
+    assert findings["hpo:HP:0001166"] == "present" and findings["hpo:HP:0001249"] == "absent"
+    cited = " ".join(e["text"] for e in answer["evidence"] if e["id"].startswith("graph:Marfan syndrome|"))
+    assert "PMID:" in cited  # the publications behind the annotations
+    packet = json.loads(next((data_dir / "phenopackets" / "AAGAB").glob("*.json")).read_text())
+    answer = httpx.post(f"{live.url}/v1/consult", json={"phenopacket": packet}, timeout=120).json()
+    assert answer["result"]["ddx"] and answer["details"]["findings"]
+    broken = httpx.post(f"{live.url}/v1/consult", json={"phenopacket": {"subject": 1}}, timeout=120)
+    assert broken.status_code == 422 and "phenopacket" in broken.json()["error"]
 
 
 def test_malformed_json_is_422(live) -> None:

@@ -4,7 +4,6 @@ changes, and refused with a clear error when a saved part is malformed."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -12,11 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import srsly
 
 from clinrag.core.errors import DataFormatError
 from clinrag.methods.consult.compiled import COMPLETE, CompiledKnowledge, Extractors, fingerprint
 from clinrag.methods.consult.diseases import FORMAT_VERSION, DiseaseModel
 from clinrag.methods.consult.rules import UnsupportedLanguageError, load_rules
+from clinrag.methods.consult.vocabulary import Vocabulary
 
 pytestmark = pytest.mark.integration  # builds the packaged knowledge; a fresh process reads it back
 FAKER = ["packaged:faker-diseases"]
@@ -79,14 +80,18 @@ def test_a_change_of_source_is_compiled_anew(compiled_home: Path, data_dir: Path
     assert fingerprint(spec, None) != before
 
 
-def test_a_malformed_saved_part_is_a_clear_error(compiled_home: Path, tmp_path: Path) -> None:
-    saved = tmp_path / "diseases.json"
-    saved.write_text(json.dumps({"format": FORMAT_VERSION - 1, "specs": FAKER, "diseases": []}))
+def test_a_malformed_saved_part_is_a_clear_error(tmp_path: Path) -> None:
+    saved = tmp_path / "diseases.msgpack"
+    srsly.write_msgpack(saved, {"format": FORMAT_VERSION - 1, "specs": FAKER, "diseases": []})
     with pytest.raises(DataFormatError, match="delete it to rebuild"):
         DiseaseModel.load(saved)
-    saved.write_text("{not json")
+    saved.write_bytes(b"{not msgpack")
     with pytest.raises(DataFormatError):
         DiseaseModel.load(saved)
+    vocabulary = tmp_path / "vocabulary.msgpack"  # saved by a Concept of other fields
+    srsly.write_msgpack(vocabulary, {"fields": ["id", "name"], "concepts": [["hpo:HP:0001945", "Fever"]]})
+    with pytest.raises(DataFormatError, match="fields"):
+        Vocabulary.load(vocabulary)
 
 
 @pytest.mark.parametrize(

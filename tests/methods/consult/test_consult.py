@@ -136,11 +136,13 @@ def test_what_goes_unsaid_counts_against_the_diseases_that_list_it(packaged) -> 
     nothing_said = differential.unmentioned(())
     cough = differential.vocabulary.lookup("cough").id
     penalty = nothing_said - differential.unmentioned([cough])  # log(1 − α · P(cough | d)) per disease
-    listing = list(differential.listed[cough])
+    listing, _, _ = differential.listings.of_concept(cough)
     others = np.setdiff1d(np.arange(len(penalty)), listing)
     assert penalty[listing].max() < penalty[others].min() < 0
     # the sum over every finding counted, as computed from the listings, is the sum of the findings' terms
-    terms = sum(nothing_said - differential.unmentioned([concept]) for concept in differential.listed)
+    terms = sum(
+        nothing_said - differential.unmentioned([concept]) for concept in differential.listings.concepts
+    )
     assert np.allclose(terms, nothing_said)
     silent = copy.copy(differential)
     silent.mention_rate = 0.0

@@ -12,6 +12,7 @@ from typing import Any, Protocol, TypeVar
 from fastapi import HTTPException
 from pydantic import ValidationError
 
+from clinrag.app.coded import coded_patient
 from clinrag.app.web.schemas import (
     ConsultExchange,
     ConsultRequest,
@@ -41,6 +42,7 @@ from clinrag.core.errors import (
     ModelUnavailableError,
 )
 from clinrag.core.models import Answer, Case
+from clinrag.eval.datasets.phenopackets import phenopacket_case
 from clinrag.methods.consult.report import ConsultationReport
 from clinrag.methods.meddx.interactive import DdxSession
 
@@ -86,12 +88,17 @@ async def answer_request(consult: ConsultService, body: ConsultRequest) -> Answe
     """Answer a consult request under the per-request timeout, logging it (text only with api_log_text)."""
     settings = consult.settings
     try:
+        packet = phenopacket_case(body.phenopacket, "the request's phenopacket") if body.phenopacket else None
+        patient = coded_patient(body.text, body.hpo, body.excluded_hpo, packet)
+        if not body.text.strip() and patient is None:
+            raise InvalidInputError("the case is empty: give its text, HPO terms or a phenopacket")
         case = Case(
             id=f"api-{uuid.uuid4().hex}",  # also the key its evidence is resolved by: not guessable
             language=body.language,
             task=body.task,
             question=body.text,
             options=body.options,
+            patient=patient,
         )
     except ValidationError as exc:
         raise InvalidInputError(f"invalid case: {exc.errors()[0]['msg']}") from None

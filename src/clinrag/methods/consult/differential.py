@@ -35,10 +35,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from clinrag.methods.consult.diseases import DiseaseModel, sex_of
+from clinrag.methods.consult.listings import Listings
 from clinrag.methods.consult.vocabulary import Vocabulary, reachable
 from clinrag.patients.loaders import EvidenceDecoder
 from clinrag.patients.record import PatientRecord
@@ -56,6 +58,14 @@ class LikelihoodSettings:
     salience_floor: float = 0.5
     broader_share: float = 0.5
     other_sex: float = 0.01  # the prior factor of a condition of the other sex (misread sex: not zero)
+    stated_absent: float = 0.002  # P(f | d) when the knowledge states that d does not show f
+    broader_steps: int = 1  # how far up the hierarchy a listed broader finding still explains one
+    specific_share: float = 0.0  # weight of the share of a broader finding's diseases that explain f
+    absent_reliability: float = 0.3  # P(a finding the patient has is found when looked for)
+    unstated_share: float = 0.3  # P(f | d) where a source that gives frequencies gives none for f
+    annotated_leak: float = 0.001  # the leak of a disease whose findings are annotated with frequencies
+    clinical_mention_rate: float = 0.0  # α of a finding named in clinicians' terms (`mention_rate`: lay)
+    background_noise: float = 1.0  # the leak's share of the diseases showing f (0: the constant leak)
 
     def __post_init__(self) -> None:
         if not 0 <= self.mention_rate < 1:
@@ -132,28 +142,29 @@ class Differential:
         vocabulary: Vocabulary,
         experience: Experience | None = None,
         settings: LikelihoodSettings = LikelihoodSettings(),
+        listings: Listings | None = None,
+        absences: Listings | None = None,
+        below: Listings | None = None,
     ) -> None:
+        """`listings`: which disease lists which finding; `absences`: which finding a disease is stated not to
+        show; `below`: which disease lists a finding or a narrower one (each built from the model and the
+        vocabulary when not given)."""
         self.model = model
         self.vocabulary = vocabulary
-        # concept id → (diseases listing it, the symptom name they list it under)
-        self.listed: dict[str, dict[int, str]] = {}
-        concept_of: dict[str, str | None] = {}  # symptom name → concept id (HPO diseases share most names)
-        for row, disease in enumerate(model.diseases):
-            for symptom in disease.symptoms:
-                if symptom not in concept_of:
-                    concept = vocabulary.lookup(symptom)
-                    concept_of[symptom] = concept.id if concept is not None else None
-                if (concept_id := concept_of[symptom]) is not None:
-                    self.listed.setdefault(concept_id, {}).setdefault(row, symptom)
+        self.listings = listings if listings is not None else Listings.of(model, vocabulary)
+        self.absences = absences if absences is not None else Listings.of(model, vocabulary, excluded=True)
         self._parents = {c.id: c.parents for c in vocabulary.concepts}
-        self._children: dict[str, list[str]] = {}
-        for concept in vocabulary.concepts:
-            for parent in concept.parents:
-                self._children.setdefault(parent, []).append(concept.id)
-        self._explains: dict[str, dict[int, str]] = {}
-        self._broader: dict[str, set[int]] = {}  # the diseases `explaining` a finding by its broader one
+        self.below = below if below is not None else self.listings.below(self._parents)
         self._base_rates = np.asarray(model.base_rates())
         self._sexes = np.array([sex_of(disease.icd10) or "" for disease in model.diseases])
+        # how many of a disease's findings, from the first, its source lists in order of salience
+        self._ranked = np.array([disease.ranked for disease in model.diseases])
+        # The diseases whose knowledge says how often their findings occur: annotated spectra, where a finding
+        # given no share is taken at `unstated_share` (not at a plain list's `typical`) and one not listed at
+        # `annotated_leak` (a plain list of a few findings leaves more out: `leak`).
+        self._annotated = np.zeros(len(model.diseases), dtype=bool)
+        self._annotated[self.listings.rows[~np.isnan(self.listings.shares)]] = True
+        self._plain_rows = np.flatnonzero(~self._annotated)
         self._settle(settings)
         self._use(experience)
 
@@ -164,16 +175,10 @@ class Differential:
         self.mention_rate = settings.mention_rate
         listed_findings = np.array([max(len(d.symptoms), 1) for d in self.model.diseases], dtype=float)
         self._typical = np.minimum(settings.typical, settings.spectrum / listed_findings)
-        # disease row → symptom name → its likelihood's factor for the place it is listed in
-        self._salience = {
-            row: {
-                name: max(1.0 - settings.salience_step * place, settings.salience_floor)
-                for place, name in enumerate(disease.symptoms[: disease.ranked])
-            }
-            for row, disease in enumerate(self.model.diseases)
-            if disease.ranked
-        }
         self._silence: np.ndarray | None = None  # the sum over every finding counted, when first needed
+        self._explained: dict[str, tuple[np.ndarray, np.ndarray, float]] = {}  # the knowledge's likelihoods
+        self._places: dict[str, dict[int, int]] = {}  # finding → row → the place of what the disease lists
+        self._entry_p: tuple[np.ndarray, np.ndarray] | None = None  # `_listed` of the listings and `below`
 
     def with_settings(self, settings: LikelihoodSettings) -> Differential:
         """This differential with other likelihood settings; the tables built from the knowledge (which
@@ -191,8 +196,8 @@ class Differential:
             # Diseases the patient base knows take its frequencies; the others keep their base-rate share.
             prior = np.where(seen, frequency * prior[seen].sum(), prior)
         self.log_prior = np.log(prior / prior.sum())
-        self._observed = (
-            experience.patients > 0 if experience is not None else np.zeros(len(prior), dtype=bool)
+        self._observed_rows = (
+            np.flatnonzero(experience.patients > 0) if experience is not None else np.zeros(0, dtype=np.intp)
         )
         self._silence: np.ndarray | None = None  # the sum over every finding counted, when first needed
 
@@ -206,37 +211,53 @@ class Differential:
 
     def likelihood(self, concept: str) -> np.ndarray:
         """P(f | d) for every disease d of the model."""
-        p = np.full(len(self.model.diseases), self.leak)
-        rows, listed = self._listing(self.explaining(concept))
-        p[rows] = listed
-        broader = list(self._broader[concept])
-        p[broader] = np.maximum(p[broader] * self.settings.broader_share, self.leak)
-        experience = self.experience
-        if experience is not None and concept in experience.asked:
-            counts = experience.findings.get(concept, np.zeros(len(p)))
-            empirical = (counts + 1) / (experience.patients + 2)
-            p = np.where(self._observed, empirical, p)
+        rows, values, elsewhere = self.sparse_likelihood(concept)
+        p = np.full(len(self.model.diseases), elsewhere)
+        p[rows] = values
         return p
 
-    def posterior(self, known: Mapping[str, bool], sex: str | None = None) -> np.ndarray:
-        """P(d | findings): `known` maps a concept id to present (True) or absent (False); every other finding
-        counted was not mentioned. With the patient's `sex`, conditions of the other sex (pregnancy, the
-        other sex's organs) are nearly ruled out."""
-        log_p = self.log_prior + self.unmentioned(known)
+    def sparse_likelihood(self, concept: str) -> tuple[np.ndarray, np.ndarray, float]:
+        """(rows, P(f | d) of those diseases, P(f | d) of every other disease): the diseases whose likelihood
+        is not the leak (those the knowledge has explain the finding, or state do not show it, and those
+        past patients were seen with), and the finding's leak."""
+        if concept not in self._explained:
+            self._explained[concept] = self._knowledge_likelihood(concept)
+        rows, listed, elsewhere = self._explained[concept]
+        experience = self.experience
+        if experience is None or concept not in experience.asked:
+            return rows, listed, elsewhere
+        observed = self._observed_rows
+        counts = experience.findings.get(concept)
+        seen_with = counts[observed] if counts is not None else 0
+        empirical = (seen_with + 1) / (experience.patients[observed] + 2)
+        knowledge = ~np.isin(rows, observed)  # a disease past patients were seen with takes their frequency
+        rows, listed = (
+            np.concatenate([rows[knowledge], observed]),
+            np.concatenate([listed[knowledge], empirical]),
+        )
+        return rows, listed, elsewhere
+
+    def posterior(self, known: Mapping[str, bool], sex: str | None = None, unsaid: bool = True) -> np.ndarray:
+        """P(d | findings): `known` maps a concept id to present (True) or absent (False); with `unsaid` (the
+        findings are a patient's account), every other finding counted was not mentioned. With the
+        patient's `sex`, conditions of the other sex (pregnancy, the other sex's organs) are nearly ruled
+        out."""
+        log_p = self.log_prior + self.unmentioned(known) if unsaid else self.log_prior.copy()
         if sex in ("female", "male"):
             log_p = log_p + np.where(
                 self._sexes == ("male" if sex == "female" else "female"), np.log(self.settings.other_sex), 0.0
             )
         for concept, present in known.items():
             p = self.likelihood(concept)
-            log_p += np.log(p if present else 1.0 - p)
+            # a finding looked for and not found: the looking misses some (`absent_reliability`)
+            log_p += np.log(p if present else 1.0 - self.settings.absent_reliability * p)
         log_p -= log_p.max()
         weights = np.exp(log_p)
         return weights / weights.sum()
 
     def unmentioned(self, known: Collection[str]) -> np.ndarray:
         """Σ log(1 − α · P(f | d)) over the findings counted (see the module docstring) not in `known`."""
-        if not self.mention_rate:
+        if not (self.mention_rate or self.settings.clinical_mention_rate):
             return np.zeros(len(self.model.diseases))
         if self._silence is None:
             self._silence = self._all_silent()
@@ -244,58 +265,130 @@ class Differential:
         return self._silence - np.sum(said, axis=0) if said else self._silence
 
     def _counted(self, concept: str) -> bool:
-        return concept in (self.experience.asked if self.experience is not None else self.listed)
+        return concept in (self.experience.asked if self.experience is not None else self.listings)
+
+    def _rate(self, concept: str) -> float:
+        """α of a finding: `mention_rate` for one patients have words for (`Concept.lay`), else
+        `clinical_mention_rate` (a finding in clinicians' terms goes unsaid in an account more often)."""
+        return self.mention_rate if concept in self._spoken else self.settings.clinical_mention_rate
+
+    @cached_property
+    def _spoken(self) -> frozenset[str]:
+        return frozenset(c.id for c in self.vocabulary.concepts if c.lay)
 
     def _silent(self, concept: str) -> np.ndarray:
         """log(1 − α · P(f | d)) for one finding counted; the knowledge's from its listings alone."""
+        rate = self._rate(concept)
         if self.experience is not None:
-            return np.log1p(-self.mention_rate * self.likelihood(concept))
-        term = np.full(len(self.model.diseases), np.log1p(-self.mention_rate * self.leak))
-        rows, listed = self._listing(self.listed[concept])
-        term[rows] = np.log1p(-self.mention_rate * listed)
+            return np.log1p(-rate * self.likelihood(concept))
+        term = np.full(len(self.model.diseases), np.log1p(-rate * self.leak))
+        rows, places, shares = self.listings.of_concept(concept)
+        term[rows] = np.log1p(-rate * self._listed(rows, places, shares))
         return term
 
     def _all_silent(self) -> np.ndarray:
-        """The sum of `_silent` over every finding counted (for the knowledge: by counting each disease's
-        listings, not finding by finding)."""
+        """The sum of `_silent` over every finding counted (for the knowledge: over all its listings at
+        once, not finding by finding)."""
         if self.experience is not None:
             return np.sum([self._silent(concept) for concept in self.experience.asked], axis=0)
-        unlisted = np.log1p(-self.mention_rate * self.leak)
-        total = np.full(len(self.model.diseases), len(self.listed) * unlisted)
-        for listing in self.listed.values():
-            rows, listed = self._listing(listing)
-            total[rows] += np.log1p(-self.mention_rate * listed) - unlisted
+        listings = self.listings
+        rates = np.array([self._rate(c) for c in listings.concepts])
+        unlisted = np.log1p(-rates * self.leak)
+        total = np.full(len(self.model.diseases), unlisted.sum())
+        per_entry = np.repeat(np.arange(len(rates)), np.diff(listings.starts))
+        listed = self._listed(listings.rows, listings.places, listings.shares)
+        terms = np.log1p(-rates[per_entry] * listed) - unlisted[per_entry]
+        np.add.at(total, listings.rows, terms)
         return total
 
-    def _listing(self, listing: Mapping[int, str]) -> tuple[list[int], np.ndarray]:
-        """The rows of the diseases that list a finding (row → the name they list it under) and P(f | d)
-        for each by the knowledge."""
-        rows = list(listing)
-        p = self._typical[rows].copy()
-        for k, row in enumerate(rows):
-            if row in self._salience:
-                p[k] *= self._salience[row].get(listing[row], self.settings.salience_floor)
-        return rows, np.maximum(p, self.leak)
+    def _listed(self, rows: np.ndarray, places: np.ndarray, shares: np.ndarray) -> np.ndarray:
+        """P(f | d) by the knowledge for the diseases `rows`, which list f at `places`: the share of their
+        patients who show it where the source says; else `typical`, less a salience step per place when
+        their source lists findings most characteristic first."""
+        ranked = self._ranked[rows]
+        step, floor = self.settings.salience_step, self.settings.salience_floor
+        salience = np.where(places < ranked, np.maximum(1.0 - step * places, floor), floor)
+        typical = self._typical[rows] * np.where(ranked > 0, salience, 1.0)
+        typical = np.where(self._annotated[rows], self.settings.unstated_share, typical)
+        # a share of 100 % is still not certainty (a record may miss a finding): 1 − leak at most
+        return np.clip(np.where(np.isnan(shares), typical, shares), self.leak, 1.0 - self.leak)
 
-    def explaining(self, concept: str) -> dict[int, str]:
-        """The diseases that list the finding — itself, a narrower finding (a disease with "productive cough"
-        explains "cough"), or its broader finding one step up (one with "cough" explains "productive
-        cough") — each with the symptom name it lists."""
-        if concept not in self._explains:
-            listed: dict[int, str] = {}
-            for member in reachable(concept, self._children):
-                for row, name in self.listed.get(member, {}).items():
-                    listed.setdefault(row, name)
-            broader = set()
-            for parent in self._parents.get(concept, ()):
-                for row, name in self.listed.get(parent, {}).items():
-                    if row not in listed:
-                        listed[row] = name
-                        broader.add(row)
-            self._explains[concept] = listed
-            self._broader[concept] = broader
-        return self._explains[concept]
+    def _knowledge_likelihood(self, concept: str) -> tuple[np.ndarray, np.ndarray, float]:
+        """The knowledge's (rows, P(f | d), leak) for finding f (see `sparse_likelihood`). A disease explains
+        f when it lists f or a narrower finding; through a broader finding a it lists, `broader_share` of it a
+        step for the first `broader_steps` steps; through a finding under a (a sibling of f), `specific_share`
+        × the share of a's diseases that also explain f, when that is more. One stated not to show f,
+        or a broader finding, nearly never does."""
+        n = len(self.model.diseases)
+        settings = self.settings
+        if self._entry_p is None:  # every listing's P(f | d), once for these settings
+            self._entry_p = tuple(
+                self._listed(table.rows, table.places, table.shares) for table in (self.listings, self.below)
+            )
+        listed_p, below_p = self._entry_p
+        p, place = np.zeros(n), np.full(n, -1)
+        span = self.below.span(concept)
+        rows = self.below.rows[span]
+        p[rows], place[rows] = below_p[span], self.below.places[span]
+        explained = len(rows) + 1  # diseases explaining f, one more so a finding none lists is not nought
+        for ancestor, steps in _lineage(concept, self._parents):
+            through = []
+            if steps <= settings.broader_steps:
+                through.append((self.listings, listed_p, settings.broader_share**steps))
+            if settings.specific_share > 0:
+                share = explained / (self.below.span(ancestor).stop - self.below.span(ancestor).start + 1)
+                through.append((self.below, below_p, settings.specific_share * share))
+            for table, entry_p, factor in through:
+                found = table.span(ancestor)
+                found_rows, candidate = table.rows[found], entry_p[found] * factor
+                better = candidate > p[found_rows]
+                p[found_rows[better]], place[found_rows[better]] = (
+                    candidate[better],
+                    table.places[found][better],
+                )
+        # the leak of an annotated spectrum: a finding it does not explain is rare in d, rarer the fewer
+        # diseases show it
+        elsewhere = min(max(settings.background_noise * len(rows) / n, settings.annotated_leak), 0.5)
+        plain = self._plain_rows  # a plain list's leak is a knowledge gap, the same for every finding
+        p[plain] = np.maximum(p[plain], self.leak)
+        absent = np.unique(
+            np.concatenate([self.absences.of_concept(c)[0] for c in reachable(concept, self._parents)])
+        )
+        absent = absent[p[absent] <= elsewhere]  # unless the knowledge lists it after all
+        p[absent] = settings.stated_absent
+        mask = p > elsewhere
+        mask[absent] = True
+        mask[plain] = True
+        kept = np.flatnonzero(mask)
+        self._places[concept] = dict(zip(kept.tolist(), place[kept].tolist(), strict=True))
+        return kept, p[kept], elsewhere
 
     def explained(self, concept: str, row: int) -> str | None:
         """The symptom name under which disease `row` explains the finding, if it does."""
-        return self.explaining(concept).get(row)
+        self.sparse_likelihood(concept)
+        place = self._places[concept].get(row, -1)
+        return self.model.diseases[row].symptoms[place] if place >= 0 else None
+
+
+def _lineage(concept: str, parents: Mapping[str, Sequence[str]]) -> list[tuple[str, int]]:
+    """The concepts above `concept`, each with its fewest steps up, nearest first."""
+    found: dict[str, int] = {}
+    level, steps = list(parents.get(concept, ())), 1
+    while level:
+        level = [c for c in dict.fromkeys(level) if c not in found]
+        found.update((c, steps) for c in level)
+        level = [p for c in level for p in parents.get(c, ())]
+        steps += 1
+    return list(found.items())
+
+
+def leading(posterior: np.ndarray, n: int) -> np.ndarray:
+    """The rows of the `n` most probable diseases, most probable first (ties: the lower row first), without
+    sorting every disease."""
+    if n <= 0:
+        return np.zeros(0, dtype=np.intp)
+    if n >= len(posterior):
+        return np.argsort(-posterior, kind="stable")
+    kth = np.partition(posterior, len(posterior) - n)[len(posterior) - n]
+    rows = np.flatnonzero(posterior >= kth)  # ascending, so a stable sort keeps ties in row order
+    return rows[np.argsort(-posterior[rows], kind="stable")][:n]

@@ -12,9 +12,16 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from clinrag.core.models import Answer, Case, RankedDiagnosis, StructuredResult
+from clinrag.core.models import (
+    HPO_EXCLUDED,
+    HPO_OBSERVED,
+    Answer,
+    Case,
+    Evidence,
+    RankedDiagnosis,
+    StructuredResult,
+)
 from clinrag.core.provenance import case_origins
-from clinrag.methods.answering import option_key
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec, run_sync
 from clinrag.methods.consult.compiled import CompiledKnowledge, Extractors
 from clinrag.methods.consult.compose import render, rendered
@@ -22,7 +29,8 @@ from clinrag.methods.consult.consultant import Consultant, ConsultState
 from clinrag.methods.consult.differential import Differential, Experience, LikelihoodSettings
 from clinrag.methods.consult.meaning import NEGATION_MARGIN, SEMANTIC_THRESHOLD
 from clinrag.methods.consult.questions import CANDIDATE_DISEASES
-from clinrag.methods.consult.report import Unsupported
+from clinrag.methods.consult.report import ConsultationReport, Unsupported
+from clinrag.methods.options import option_key
 from clinrag.methods.registry import register
 from clinrag.methods.resources import DataPath, DatasetPath, GraphSources
 
@@ -56,9 +64,22 @@ class ConsultConfig(MethodConfig):
     salience_floor: float = Field(default=_LIKELY.salience_floor, gt=0.0, le=1.0)
     broader_share: float = Field(default=_LIKELY.broader_share, gt=0.0, le=1.0)
     other_sex: float = Field(default=_LIKELY.other_sex, gt=0.0, le=1.0)
+    # P(f | d) when the knowledge states d does not show f; how many steps up the hierarchy a listed broader
+    # finding still explains one (each step `broader_share` again), or `specific_share` × the share of the
+    # broader finding's diseases that explain f; the leak of a finding as this share of the diseases that
+    # show it (0: the constant `leak`; see `differential`)
+    stated_absent: float = Field(default=_LIKELY.stated_absent, gt=0.0, lt=1.0)
+    broader_steps: int = Field(default=_LIKELY.broader_steps, ge=0, le=10)
+    specific_share: float = Field(default=_LIKELY.specific_share, ge=0.0, le=1.0)
+    # how sure an absent finding is: P(a finding the patient has is found when it is looked for)
+    absent_reliability: float = Field(default=_LIKELY.absent_reliability, gt=0.0, le=1.0)
+    # P(f | d) where a source that states frequencies states none for f (HPO: a third of its annotations)
+    unstated_share: float = Field(default=_LIKELY.unstated_share, gt=0.0, lt=1.0)
+    background_noise: float = Field(default=_LIKELY.background_noise, ge=0.0, le=10.0)
     # How often a patient mentions, unasked, a finding they have (what goes unsaid then counts a little
     # against the diseases that nearly always show it; 0: not at all; see `differential`).
     mention_rate: float = Field(default=_LIKELY.mention_rate, ge=0.0, lt=1.0)
+    clinical_mention_rate: float = Field(default=_LIKELY.clinical_mention_rate, ge=0.0, lt=1.0)  # HPO's terms
     # The finding extractor's matching by meaning: the least cosine of a clause with a finding, and how much
     # closer the clause without its "can't" must be for the word to deny it (see `meaning`).
     meaning_threshold: float = Field(default=SEMANTIC_THRESHOLD, gt=0.0, le=1.0)
@@ -71,6 +92,9 @@ class ConsultConfig(MethodConfig):
     prose: Literal["template", "llm"] | None = None
     refine_iterations: int = Field(default=1, ge=0, le=10)  # Med-TextGrad T on the model's prose (0 = off)
     unsupported: Unsupported = "drop"  # a sentence the evidence check does not support: drop or flag it
+    # What of a case is read: its words, the findings its patient is given as codes (HPO terms shown and
+    # excluded), or both; with "codes", a case without codes is read from its words.
+    reads: Literal["text", "codes", "both"] = "both"
 
     @field_validator("sources")
     @classmethod
@@ -99,19 +123,41 @@ class ConsultConfig(MethodConfig):
 class ConsultMethod(Method):
     name = "consult"
 
-    def __init__(self, consultant: Consultant, prose: ProseWriter | None = None) -> None:
+    def __init__(
+        self,
+        consultant: Consultant,
+        prose: ProseWriter | None = None,
+        reads: Literal["text", "codes", "both"] = "both",
+    ) -> None:
         self.consultant = consultant
         self.prose = prose
+        self.reads = reads
         self.model = prose.model if prose is not None else None
 
     async def aanswer(self, case: Case) -> Answer:
         consultant, state = await asyncio.to_thread(self._start, case)
         return await self.aanswer_state(case, state, consultant)
 
+    def answer(self, case: Case) -> Answer:
+        # with the templates writing, nothing waits on a model: no event loop or worker thread is needed
+        if self.prose is not None:
+            return super().answer(case)
+        consultant, state = self._start(case)
+        return self.answer_state(case, state, consultant)
+
     def _start(self, case: Case) -> tuple[Consultant, ConsultState]:
         # A case that is itself in the patient base is left out of the experience (leave-case-out).
         consultant = self.consultant.leaving_out(case.id)
-        state = consultant.start(_text(case), case.language, exclude=case_origins(case))
+        codes = case.patient.codes if case.patient is not None and self.reads != "text" else {}
+        coded = bool(codes.get(HPO_OBSERVED) or codes.get(HPO_EXCLUDED))
+        text = "" if coded and self.reads == "codes" else _text(case)
+        state = consultant.start(
+            text,
+            case.language,
+            exclude=case_origins(case),
+            present=codes.get(HPO_OBSERVED, ()),
+            absent=codes.get(HPO_EXCLUDED, ()),
+        )
         if case.patient is not None:  # what the case states outright stands in for what the text leaves out
             given = case.patient.demographics
             state.findings.age = state.findings.age if state.findings.age is not None else given.age
@@ -119,36 +165,50 @@ class ConsultMethod(Method):
         return consultant, state
 
     def answer_state(self, case: Case, state: ConsultState, consultant: Consultant | None = None) -> Answer:
-        return run_sync(self.aanswer_state(case, state, consultant))
+        if self.prose is not None:
+            return run_sync(self.aanswer_state(case, state, consultant))
+        answer, report, evidence = self._reported(case, state, consultant or self.consultant)
+        return _finished(answer, report, evidence, case)
 
     async def aanswer_state(
         self, case: Case, state: ConsultState, consultant: Consultant | None = None
     ) -> Answer:
         """The answer for what is known of the patient now (the text, and any answers to questions since)."""
-        consultant = consultant or self.consultant
+        answer, report, evidence = await asyncio.to_thread(
+            self._reported, case, state, consultant or self.consultant
+        )
+        if self.prose is not None:
+            report = await self.prose.awrite(report, evidence, _text(case), case.language, answer)
+        return _finished(answer, report, evidence, case)
+
+    def _reported(
+        self, case: Case, state: ConsultState, consultant: Consultant
+    ) -> tuple[Answer, ConsultationReport, list[Evidence]]:
         answer = Answer(case_id=case.id, method=self.name)
         with answer.trace.step("consult.findings") as step:
             step.output = state.findings.model_dump(mode="json") | {"answered": state.answered}
         with answer.trace.step("consult.report") as step:
-            report, evidence = await asyncio.to_thread(consultant.report, state)
+            report, evidence = consultant.report(state)
             report = rendered(report, case.language, {item.id: item.text for item in evidence})
             step.output = {"abstained": report.abstained, "reason": report.abstention_reason}
-        if self.prose is not None:
-            report = await self.prose.awrite(report, evidence, _text(case), case.language, answer)
-        answer.evidence = evidence
-        answer.details = report.model_dump(mode="json")
-        answer.text = render(report.sentences)
-        ranked = [
-            d
-            for d in report.differential
-            if not case.options or option_key(d.name, case.options) in case.options
-        ]
-        if ranked:
-            ddx = [RankedDiagnosis(name=d.name, probability=d.probability, code=d.icd10) for d in ranked]
-            answer.result = StructuredResult(choice=option_key(ddx[0].name, case.options), ddx=ddx)
-        if report.abstained:
-            answer.error = f"abstained: {report.abstention_reason}"
-        return answer
+        return answer, report, evidence
+
+
+def _finished(answer: Answer, report: ConsultationReport, evidence: list[Evidence], case: Case) -> Answer:
+    """`answer` with the report's sentences, its evidence and the ranked diagnoses (among the case's options,
+    when it has them)."""
+    answer.evidence = evidence
+    answer.details = report.model_dump(mode="json")
+    answer.text = render(report.sentences)
+    ranked = [
+        d for d in report.differential if not case.options or option_key(d.name, case.options) in case.options
+    ]
+    if ranked:
+        ddx = [RankedDiagnosis(name=d.name, probability=d.probability, code=d.icd10 or d.key) for d in ranked]
+        answer.result = StructuredResult(choice=option_key(ddx[0].name, case.options), ddx=ddx)
+    if report.abstained:
+        answer.error = f"abstained: {report.abstention_reason}"
+    return answer
 
 
 def _text(case: Case) -> str:
@@ -159,7 +219,7 @@ def build(context: MethodContext, config: ConsultConfig) -> ConsultMethod:
     """The consultation, with the prose writer when the model writes the sentences."""
     consultant = build_consultant(context, config)
     if (config.prose or context.settings.consult_prose) == "template":
-        return ConsultMethod(consultant)
+        return ConsultMethod(consultant, reads=config.reads)
     from clinrag.methods.consult.prose import Names, ProseWriter
 
     writer = ProseWriter(
@@ -169,7 +229,7 @@ def build(context: MethodContext, config: ConsultConfig) -> ConsultMethod:
         refine_iterations=config.refine_iterations,
         unsupported=config.unsupported,
     )
-    return ConsultMethod(consultant, writer)
+    return ConsultMethod(consultant, writer, reads=config.reads)
 
 
 def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultant:
@@ -213,7 +273,15 @@ def _knowledge(
     if config.patients is not None:
         records, labels = _patients(config.patients)
     experience = Experience.count(records, labels, compiled.model, compiled.vocabulary) if records else None
-    return compiled, Differential(compiled.model, compiled.vocabulary, experience)
+    differential = Differential(
+        compiled.model,
+        compiled.vocabulary,
+        experience,
+        listings=compiled.listings,
+        absences=compiled.absences,
+        below=compiled.below,
+    )
+    return compiled, differential
 
 
 def _extractors(context: MethodContext, config: ConsultConfig, compiled: CompiledKnowledge) -> Extractors:

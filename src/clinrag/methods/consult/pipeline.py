@@ -14,7 +14,6 @@ so loading it needs no vocabulary lookup."""
 from __future__ import annotations
 
 import json
-import pickle
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -33,8 +32,7 @@ from clinrag.methods.consult.scopes import LABEL, add_context
 from clinrag.methods.consult.vocabulary import Vocabulary
 
 CANDIDATES = "candidates"
-MATCHER = "phrase_matcher.pkl"
-LABELS = "labels.json"
+PHRASES = "phrases.msgpack"
 LAY_WINDOW = 8  # tokens between a cue word and its body part ("pain on the right side of my chest")
 
 for _name in ("age", "sex", "duration", "onset"):
@@ -79,22 +77,39 @@ def make_concepts(nlp: Language, name: str) -> ConceptRuler:
 
 
 class ConceptRuler(SpanRuler):
-    """spaCy's SpanRuler, saved with its phrase matcher as built: loading it adds no pattern again (adding the
-    vocabulary's ~41,000 phrases tokenizes each, about a second of every consultation's start)."""
+    """spaCy's SpanRuler, saved with its phrases as its phrase matcher keeps them (the hashes of their
+    tokens' lower-case forms), so loading it tokenizes no pattern again (the vocabulary's ~40,000 phrases
+    take about a second to tokenize)."""
 
     def to_disk(self, path: str | Path, *, exclude: Iterable[str] = ()) -> None:
         super().to_disk(path, exclude=exclude)
-        (Path(path) / MATCHER).write_bytes(pickle.dumps(self.phrase_matcher))
-        labels = [[key, entry["label"], entry["id"]] for key, entry in self._match_label_id_map.items()]
-        (Path(path) / LABELS).write_text(json.dumps(labels), encoding="utf-8")
+        keyed: dict[str, list[list[int]]] = {}
+        texts = [entry["pattern"] for entry in self._patterns]
+        for entry, doc in zip(self._patterns, self.nlp.tokenizer.pipe(texts), strict=True):
+            key = repr((entry["label"], entry.get("id", "")))  # the key SpanRuler gives the matcher
+            keyed.setdefault(key, []).append([token.lower for token in doc])
+        labels = [[entry["label"], entry["id"]] for entry in self._match_label_id_map.values()]
+        keys = [self.nlp.vocab.strings[key] for key in self._match_label_id_map]
+        phrases = {"keys": keys, "labels": labels, "phrases": [keyed[key] for key in keys]}
+        srsly.write_msgpack(Path(path) / PHRASES, phrases)
 
     def from_disk(self, path: str | Path, *, exclude: Iterable[str] = ()) -> ConceptRuler:
         folder = Path(path)
         self.clear()
-        # written by clinrag in its owner-only home, as spaCy pickles a PhraseMatcher
-        self.phrase_matcher = pickle.loads((folder / MATCHER).read_bytes())
-        labels = json.loads((folder / LABELS).read_text(encoding="utf-8"))
-        self._match_label_id_map = {key: {"label": label, "id": id_} for key, label, id_ in labels}
+        saved = srsly.read_msgpack(folder / PHRASES)
+        vocab = self.nlp.vocab
+        # The matcher makes a lexeme of each key, a string no text holds, so its lexical attributes (word
+        # shape, norm…) are never read: skipping them is most of the load's time.
+        getters, vocab.lex_attr_getters = vocab.lex_attr_getters, None
+        try:
+            for key, phrases in zip(saved["keys"], saved["phrases"], strict=True):
+                self.phrase_matcher.add(key, phrases)
+        finally:
+            vocab.lex_attr_getters = getters
+        self._match_label_id_map = {
+            vocab.strings[key]: {"label": label, "id": id_}
+            for key, (label, id_) in zip(saved["keys"], saved["labels"], strict=True)
+        }
         self._patterns = list(srsly.read_jsonl(folder / "patterns"))
         return self
 

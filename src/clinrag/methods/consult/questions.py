@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clinrag.methods.consult.differential import Differential
+from clinrag.methods.consult.differential import Differential, leading
 
 CANDIDATE_DISEASES = 10  # questions come from the findings of the leading diseases
 
@@ -21,11 +21,6 @@ class Question:
     p_yes: float  # the probability of a yes under the current differential
 
 
-def entropy(p: np.ndarray) -> float:
-    nonzero = p[p > 0]
-    return float(-(nonzero * np.log(nonzero)).sum())
-
-
 def next_questions(
     differential: Differential,
     posterior: np.ndarray,
@@ -36,9 +31,8 @@ def next_questions(
     """The `n` most informative askable findings (`Concept.askable`: a source declares its findings can be
     asked in a patient's words) not yet asked about, most informative first, among the findings of the
     `candidate_diseases` leading diseases."""
-    leading = np.argsort(-posterior, kind="stable")[:candidate_diseases]
     candidates: dict[str, str] = {}
-    for row in leading:
+    for row in leading(posterior, candidate_diseases):
         for symptom in differential.model.diseases[row].symptoms:
             concept = differential.vocabulary.lookup(symptom)
             if concept is not None and concept.id not in asked and concept.askable:
@@ -52,14 +46,31 @@ def questions_about(
     differential: Differential, posterior: np.ndarray, findings: Mapping[str, str]
 ) -> list[Question]:
     """The question about each finding (concept id → name), with what its answer is expected to tell under
-    `posterior`."""
-    now = entropy(posterior)
+    `posterior`.
+
+    A finding's likelihood is the leak for every disease but the few that explain it (`sparse_likelihood`),
+    so each expected entropy is summed over those few, the rest in closed form: with masses m = π·q (q the
+    probability of the answer), Z·H(m/Z) = Z log Z − Σ m log m, and over the rest, where q is constant,
+    Σ m log m = q log q · Σπ + q · Σ π log π."""
+    plogp = _xlogx(posterior)
+    everywhere = float(plogp.sum())
     questions = []
     for concept, name in findings.items():
-        p = differential.likelihood(concept)
-        yes = posterior * p
-        p_yes = float(yes.sum())
-        no = posterior - yes
-        expected = p_yes * entropy(yes / p_yes) + (1 - p_yes) * entropy(no / (1 - p_yes))
-        questions.append(Question(concept, name, now - expected, p_yes))
+        rows, p, elsewhere = differential.sparse_likelihood(concept)
+        prior = posterior[rows]
+        rest = max(1.0 - float(prior.sum()), 0.0)
+        rest_plogp = everywhere - float(plogp[rows].sum())
+        expected = 0.0
+        for answer, other in ((p, elsewhere), (1.0 - p, 1.0 - elsewhere)):
+            mass = prior * answer
+            total = float(mass.sum()) + other * rest
+            mlogm = float(_xlogx(mass).sum()) + float(_xlogx(np.float64(other))) * rest + other * rest_plogp
+            expected += float(_xlogx(np.float64(total))) - mlogm
+        p_yes = float((prior * p).sum()) + elsewhere * rest
+        questions.append(Question(concept, name, -everywhere - expected, p_yes))
     return questions
+
+
+def _xlogx(x: np.ndarray) -> np.ndarray:
+    """x log x, 0 at 0."""
+    return np.where(x > 0, x * np.log(np.where(x > 0, x, 1.0)), 0.0)

@@ -9,13 +9,14 @@ patient's word, askable, worded as a question — comes from the traits its sour
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
 
+import srsly
+
+from clinrag.core.errors import DataFormatError
 from clinrag.graph.importers.ddxplus_findings import is_question, usable_surfaces
 from clinrag.graph.importers.records import FindingTerm, SourceTraits
 from clinrag.graph.importers.registry import graph_source, source_findings
@@ -81,7 +82,7 @@ class Vocabulary:
         return next((c for name in names if (c := self.lookup(name)) is not None), None)
 
     def by_code(self, code: str) -> Concept | None:
-        """The concept a patient record's code ("E_91") stands for."""
+        """The concept a patient record's code ("E_91", the HPO term "HP:0001166") stands for."""
         return self._by_code.get(code)
 
     def surfaces(self) -> dict[str, Concept]:
@@ -211,25 +212,27 @@ class Vocabulary:
                 continue
             synonyms = usable_surfaces(term.synonyms, exclude=term.name)
             parents = tuple(f"hpo:{p}" for p in term.parents if p != PHENOTYPIC_ABNORMALITY)
-            concepts.append(Concept(f"hpo:{term_id}", term.name, synonyms, HPO_SOURCE, parents=parents))
+            concepts.append(
+                Concept(f"hpo:{term_id}", term.name, synonyms, HPO_SOURCE, parents=parents, codes=(term_id,))
+            )
         return cls(concepts)
 
     def save(self, path: Path) -> None:
-        """The concepts and their index as JSON (loading it computes nothing)."""
-        path.write_text(
-            json.dumps({"concepts": [asdict(c) for c in self.concepts], "index": self.index}),
-            encoding="utf-8",
-        )
+        """The concepts (one row of field values each) and their index as msgpack (loading it computes
+        nothing)."""
+        names = [f.name for f in fields(Concept)]
+        rows = [[getattr(concept, name) for name in names] for concept in self.concepts]
+        srsly.write_msgpack(path, {"fields": names, "concepts": rows, "index": self.index})
 
     @classmethod
     def load(cls, path: Path) -> Vocabulary:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        return cls([_concept(c) for c in raw["concepts"]], raw["index"])
-
-
-def _concept(raw: dict[str, Any]) -> Concept:
-    tuples = ("synonyms", "also", "parents", "site", "codes")
-    return Concept(**{k: tuple(v) if k in tuples and v is not None else v for k, v in raw.items()})
+        try:
+            raw = srsly.read_msgpack(path, use_list=False)  # arrays as tuples, as Concept keeps them
+            if list(raw["fields"]) != [f.name for f in fields(Concept)]:
+                raise ValueError(f"its concepts have the fields {list(raw['fields'])}")
+            return cls([Concept(*row) for row in raw["concepts"]], raw["index"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DataFormatError(f"{path}: not a saved vocabulary ({exc}); delete it to rebuild") from exc
 
 
 _HEAD_BEFORE = re.compile(r"^(?P<head>.+?)\s+(?:in|of|on|with|during|after)\s+", re.IGNORECASE)

@@ -16,10 +16,10 @@ from pydantic import Field, model_validator
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import DDX_SIZE, Answer, Case, DdxSnapshot, RankedDiagnosis, StructuredResult
-from clinrag.methods.answering import option_key
 from clinrag.methods.base import Method, MethodConfig, MethodSpec
 from clinrag.methods.meddx.experience_policy import ExperienceModel
 from clinrag.methods.meddx.structured_patient import Reply, StructuredPatient, evidence_catalogue
+from clinrag.methods.options import option_key
 from clinrag.methods.registry import register
 from clinrag.patients.record import PatientRecord
 from clinrag.patients.similarity import patient_evidence

@@ -17,7 +17,6 @@ from pydantic import Field, field_validator, model_validator
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case, StructuredResult
-from clinrag.methods.answering import option_key
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
 from clinrag.methods.meddx.consultation import Consultation
 from clinrag.methods.meddx.diagnosis_agent import DiagnosisAgent, Strategy
@@ -32,6 +31,7 @@ from clinrag.methods.meddx.interviewee import (
 from clinrag.methods.meddx.knowledge_agent import GraphSource, KnowledgeAgent
 from clinrag.methods.meddx.llm_patient import LLMPatient
 from clinrag.methods.meddx.structured_patient import StructuredPatient, evidence_catalogue
+from clinrag.methods.options import option_key
 from clinrag.methods.registry import register
 from clinrag.methods.resources import DataPath, GraphUri
 
