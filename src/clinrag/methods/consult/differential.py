@@ -177,7 +177,8 @@ class Differential:
         self._typical = np.minimum(settings.typical, settings.spectrum / listed_findings)
         self._silence: np.ndarray | None = None  # the sum over every finding counted, when first needed
         self._explained: dict[str, tuple[np.ndarray, np.ndarray, float]] = {}  # the knowledge's likelihoods
-        self._places: dict[str, dict[int, int]] = {}  # finding → row → the place of what the disease lists
+        # finding → (rows, the place in each disease's list of what it lists; -1: none)
+        self._places: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._entry_p: tuple[np.ndarray, np.ndarray] | None = None  # `_listed` of the listings and `below`
 
     def with_settings(self, settings: LikelihoodSettings) -> Differential:
@@ -331,7 +332,8 @@ class Differential:
         rows = self.below.rows[span]
         p[rows], place[rows] = below_p[span], self.below.places[span]
         explained = len(rows) + 1  # diseases explaining f, one more so a finding none lists is not nought
-        for ancestor, steps in _lineage(concept, self._parents):
+        reach = None if settings.specific_share > 0 else settings.broader_steps  # how far up helps
+        for ancestor, steps in _lineage(concept, self._parents, reach):
             through = []
             if steps <= settings.broader_steps:
                 through.append((self.listings, listed_p, settings.broader_share**steps))
@@ -360,21 +362,26 @@ class Differential:
         mask[absent] = True
         mask[plain] = True
         kept = np.flatnonzero(mask)
-        self._places[concept] = dict(zip(kept.tolist(), place[kept].tolist(), strict=True))
+        self._places[concept] = (kept, place[kept])
         return kept, p[kept], elsewhere
 
     def explained(self, concept: str, row: int) -> str | None:
         """The symptom name under which disease `row` explains the finding, if it does."""
         self.sparse_likelihood(concept)
-        place = self._places[concept].get(row, -1)
+        rows, places = self._places[concept]  # rows ascending
+        k = int(np.searchsorted(rows, row))
+        place = int(places[k]) if k < len(rows) and rows[k] == row else -1
         return self.model.diseases[row].symptoms[place] if place >= 0 else None
 
 
-def _lineage(concept: str, parents: Mapping[str, Sequence[str]]) -> list[tuple[str, int]]:
-    """The concepts above `concept`, each with its fewest steps up, nearest first."""
+def _lineage(
+    concept: str, parents: Mapping[str, Sequence[str]], reach: int | None = None
+) -> list[tuple[str, int]]:
+    """The concepts above `concept` (at most `reach` steps up), each with its fewest steps up, nearest
+    first."""
     found: dict[str, int] = {}
     level, steps = list(parents.get(concept, ())), 1
-    while level:
+    while level and (reach is None or steps <= reach):
         level = [c for c in dict.fromkeys(level) if c not in found]
         found.update((c, steps) for c in level)
         level = [p for c in level for p in parents.get(c, ())]

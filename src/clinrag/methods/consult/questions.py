@@ -52,23 +52,37 @@ def questions_about(
     so each expected entropy is summed over those few, the rest in closed form: with masses m = π·q (q the
     probability of the answer), Z·H(m/Z) = Z log Z − Σ m log m, and over the rest, where q is constant,
     Σ m log m = q log q · Σπ + q · Σ π log π."""
+    if not findings:
+        return []
     plogp = _xlogx(posterior)
     everywhere = float(plogp.sum())
-    questions = []
-    for concept, name in findings.items():
-        rows, p, elsewhere = differential.sparse_likelihood(concept)
-        prior = posterior[rows]
-        rest = max(1.0 - float(prior.sum()), 0.0)
-        rest_plogp = everywhere - float(plogp[rows].sum())
-        expected = 0.0
-        for answer, other in ((p, elsewhere), (1.0 - p, 1.0 - elsewhere)):
-            mass = prior * answer
-            total = float(mass.sum()) + other * rest
-            mlogm = float(_xlogx(mass).sum()) + float(_xlogx(np.float64(other))) * rest + other * rest_plogp
-            expected += float(_xlogx(np.float64(total))) - mlogm
-        p_yes = float((prior * p).sum()) + elsewhere * rest
-        questions.append(Question(concept, name, -everywhere - expected, p_yes))
-    return questions
+    # every finding's explaining diseases one after another: the sums below are per finding (segment)
+    sparse = [differential.sparse_likelihood(concept) for concept in findings]
+    rows = np.concatenate([entry[0] for entry in sparse])
+    p = np.concatenate([entry[1] for entry in sparse])
+    elsewhere = np.array([entry[2] for entry in sparse])
+    sizes = np.array([len(entry[0]) for entry in sparse])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+
+    def per_finding(values: np.ndarray) -> np.ndarray:
+        sums = np.add.reduceat(values, starts) if len(values) else np.zeros(len(sizes))
+        return np.where(sizes > 0, sums, 0.0)  # reduceat gives an empty segment its next element
+
+    prior, prior_plogp = posterior[rows], plogp[rows]
+    rest = np.maximum(1.0 - per_finding(prior), 0.0)
+    rest_plogp = everywhere - per_finding(prior_plogp)
+    expected = np.zeros(len(sizes))
+    # 0 < p < 1 (the leak and 1 − leak bound it): m log m = q · π log π + π · q log q, no zero to mind
+    for answer, log_answer, other in ((p, np.log(p), elsewhere), (1.0 - p, np.log1p(-p), 1.0 - elsewhere)):
+        total = per_finding(prior * answer) + other * rest
+        mlogm = per_finding(answer * prior_plogp + prior * answer * log_answer)
+        mlogm += _xlogx(other) * rest + other * rest_plogp
+        expected += _xlogx(total) - mlogm
+    p_yes = per_finding(prior * p) + elsewhere * rest
+    return [
+        Question(concept, name, float(-everywhere - gain), float(yes))
+        for (concept, name), gain, yes in zip(findings.items(), expected, p_yes, strict=True)
+    ]
 
 
 def _xlogx(x: np.ndarray) -> np.ndarray:
