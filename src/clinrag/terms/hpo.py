@@ -20,7 +20,8 @@ from types import MappingProxyType
 from clinrag.core.errors import InvalidInputError
 
 PHENOTYPIC_ABNORMALITY = "HP:0000118"  # the root of the terms that are symptoms and signs
-_TERM_ID = re.compile(r"HP[:_](\d{7})", re.IGNORECASE)
+TERM_ID = r"[Hh][Pp][:_](\d{7})"  # an HPO term id as users write it (`hpo_id` gives the canonical form)
+_TERM_ID = re.compile(TERM_ID)
 # HPO's frequency terms, each as the middle of the range its definition gives
 FREQUENCY_TERMS = {
     "HP:0040280": 1.0,  # obligate: 100 %

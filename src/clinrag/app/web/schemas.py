@@ -10,13 +10,14 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Evidence, Language, RankedDiagnosis, TaskKind
 from clinrag.methods.consult.report import ConsultationReport
+from clinrag.terms.hpo import TERM_ID
 
 MAX_TEXT_CHARS = 20_000
 MAX_PARAMS_DEPTH = 4  # a method's parameter is a number, a string or a short list: nothing nests deeper
 MAX_PARAMS_CHARS = 20_000
 # An option key or text: something besides blanks.
 OptionText = Annotated[str, StringConstraints(min_length=1, max_length=2_000, pattern=r"\S")]
-HpoTerm = Annotated[str, StringConstraints(max_length=20, pattern=r"^\s*[Hh][Pp][:_]\d{7}\s*$")]
+HpoTerm = Annotated[str, StringConstraints(max_length=20, pattern=rf"^\s*{TERM_ID}\s*$")]
 MAX_TERMS = 500
 
 

@@ -1,33 +1,40 @@
 """The differential: a probability for every disease given the findings heard so far, by Bayes' rule over the
 disease knowledge (naive Bayes: findings independent given the disease).
 
-P(d | F) ∝ π(d) · Π_{f present} P(f | d) · Π_{f absent} (1 − P(f | d)), where P(f | d) is
+P(d | F) ∝ π(d) · Π_{f present} P(f | d) · Π_{f absent} (1 − `absent_reliability` · P(f | d)) (a finding
+looked for and not found: the looking misses some), where P(f | d) is
 - the frequency of f among past patients with d, when a patient base gives d's patients (add-one
   smoothed), for the findings those patients were asked about;
-- else, when the knowledge lists f for d, `typical` (0.8) — or less for a disease listed with many findings:
-  a profile of 40 phenotypes (HPO annotates a disease's whole spectrum) describes what its patients may
-  show, and one patient shows a few of them, so P(f | d) = min(typical, spectrum / |findings of d|) with
-  `spectrum` 4 (the disease table lists 5–6 findings a disease, each typical);
-- times 1 − `salience_step` (0.1) per place a finding stands after the first when the source lists a
-  disease's findings most characteristic first (the packaged disease table, see `diseases`): chest pain,
-  listed first for angina and fourth for asthma, says more for angina (floor: half);
-- times `broader_share` (0.5) when it lists only the broader finding (a disease with "cough" explains a
-  "barking cough", but not every cough barks);
-- and `leak` (0.02) when it does not list f: a finding a disease does not explain is rare, not impossible
-  (a second problem, a knowledge gap).
+- else, where the knowledge says how often d's patients show f (HPO's annotated spectra), that share, and
+  `unstated_share` where such a source gives none;
+- else, when a plain list names f for d, `typical` (0.8) — or less for a disease listed with many findings,
+  min(typical, spectrum / |findings of d|) with `spectrum` 4 (the disease table lists 5–6 findings a disease,
+  each typical) — times 1 − `salience_step` (0.1) per place a finding stands after the first when the source
+  lists a disease's findings most characteristic first (the packaged disease table, see `diseases`): chest
+  pain, listed first for angina and fourth for asthma, says more for angina (floor: half);
+- a disease listing a narrower finding explains f ("focal-onset seizure" explains "seizure"); one listing
+  only a broader finding, `broader_share` (0.5) of it a step (a disease with "cough" explains a "barking
+  cough", but not every cough barks);
+- `stated_absent` when the knowledge states d does not show f or a broader finding (HPO's NOT);
+- and the leak when no knowledge of d explains f: for a plain list `leak` (0.02: a second problem, a
+  knowledge gap); for an annotated spectrum, which leaves little out, the share of the diseases explaining f
+  (`background_noise`), at least `annotated_leak` — so a specific finding unexplained counts much more
+  against a disease than a common one.
 π(d) is the diagnoses' frequency in the patient base (smoothed) where there is one, else the base rates of
-`DiseaseModel`. Uncertain findings change nothing. `typical`, `spectrum`, `leak` and `salience_step` were set
-a priori, not fitted to any evaluation set (the salience order was then checked on the development
-presentations, tests/data/consult/presentations_dev.jsonl).
+`DiseaseModel`. Uncertain findings change nothing. The plain lists' constants were set a priori, not fitted
+to any evaluation set (the salience order was then checked on the development presentations,
+tests/data/consult/presentations_dev.jsonl); the annotated spectra's on the "tune" half of the phenopacket
+cohorts (`benchmarks/bench_rare.py` reports on the other half).
 
 What the patient did not mention says a little too: a patient with d who has finding f mentions it, unasked,
 with probability `mention_rate` (α), so each finding not mentioned multiplies by 1 − α · P(f | d) — a disease
 whose patients nearly always have f loses some weight when f goes unsaid. The findings counted are those the
 past patients were asked about (with a patient base), else those the knowledge lists (each at its listed
-likelihood, without the hierarchy). α = 0.2, a conservative a priori value: a first account mentions a small
-part of what a patient has; on the DDXPlus development samples (`benchmarks/dev_consult_text.py`, which never
-sees bench_consult's sample) GTPA@1 from text rises from 0.88 / 0.89 (α = 0) to 0.915 / 0.935, and larger α
-gives about the same.
+likelihood, without the hierarchy), at α for the findings patients have words for and
+`clinical_mention_rate` for those in clinicians' terms; a record of codes leaves nothing unsaid. α = 0.2, a
+conservative a priori value: a first account mentions a small part of what a patient has; on the DDXPlus
+development samples (`benchmarks/dev_consult_text.py`, which never sees bench_consult's sample) GTPA@1 from
+text rises from 0.88 / 0.89 (α = 0) to 0.915 / 0.935, and larger α gives about the same.
 """
 
 from __future__ import annotations
@@ -176,9 +183,8 @@ class Differential:
         listed_findings = np.array([max(len(d.symptoms), 1) for d in self.model.diseases], dtype=float)
         self._typical = np.minimum(settings.typical, settings.spectrum / listed_findings)
         self._silence: np.ndarray | None = None  # the sum over every finding counted, when first needed
-        self._explained: dict[str, tuple[np.ndarray, np.ndarray, float]] = {}  # the knowledge's likelihoods
-        # finding → (rows, the place in each disease's list of what it lists; -1: none)
-        self._places: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # finding → the knowledge's (rows, P(f | d), leak, the place in each disease's list of what it lists)
+        self._explained: dict[str, tuple[np.ndarray, np.ndarray, float, np.ndarray]] = {}
         self._entry_p: tuple[np.ndarray, np.ndarray] | None = None  # `_listed` of the listings and `below`
 
     def with_settings(self, settings: LikelihoodSettings) -> Differential:
@@ -223,7 +229,7 @@ class Differential:
         past patients were seen with), and the finding's leak."""
         if concept not in self._explained:
             self._explained[concept] = self._knowledge_likelihood(concept)
-        rows, listed, elsewhere = self._explained[concept]
+        rows, listed, elsewhere, _ = self._explained[concept]
         experience = self.experience
         if experience is None or concept not in experience.asked:
             return rows, listed, elsewhere
@@ -283,8 +289,8 @@ class Differential:
         if self.experience is not None:
             return np.log1p(-rate * self.likelihood(concept))
         term = np.full(len(self.model.diseases), np.log1p(-rate * self.leak))
-        rows, places, shares = self.listings.of_concept(concept)
-        term[rows] = np.log1p(-rate * self._listed(rows, places, shares))
+        span = self.listings.span(concept)
+        term[self.listings.rows[span]] = np.log1p(-rate * self._entry_probabilities()[0][span])
         return term
 
     def _all_silent(self) -> np.ndarray:
@@ -297,7 +303,7 @@ class Differential:
         unlisted = np.log1p(-rates * self.leak)
         total = np.full(len(self.model.diseases), unlisted.sum())
         per_entry = np.repeat(np.arange(len(rates)), np.diff(listings.starts))
-        listed = self._listed(listings.rows, listings.places, listings.shares)
+        listed = self._entry_probabilities()[0]
         terms = np.log1p(-rates[per_entry] * listed) - unlisted[per_entry]
         np.add.at(total, listings.rows, terms)
         return total
@@ -314,19 +320,25 @@ class Differential:
         # a share of 100 % is still not certainty (a record may miss a finding): 1 − leak at most
         return np.clip(np.where(np.isnan(shares), typical, shares), self.leak, 1.0 - self.leak)
 
-    def _knowledge_likelihood(self, concept: str) -> tuple[np.ndarray, np.ndarray, float]:
-        """The knowledge's (rows, P(f | d), leak) for finding f (see `sparse_likelihood`). A disease explains
-        f when it lists f or a narrower finding; through a broader finding a it lists, `broader_share` of it a
-        step for the first `broader_steps` steps; through a finding under a (a sibling of f), `specific_share`
-        × the share of a's diseases that also explain f, when that is more. One stated not to show f,
-        or a broader finding, nearly never does."""
+    def _entry_probabilities(self) -> tuple[np.ndarray, np.ndarray]:
+        """P(f | d) of every entry of the listings and of `below`, once for these settings."""
+        if self._entry_p is None:
+            self._entry_p = (
+                self._listed(self.listings.rows, self.listings.places, self.listings.shares),
+                self._listed(self.below.rows, self.below.places, self.below.shares),
+            )
+        return self._entry_p
+
+    def _knowledge_likelihood(self, concept: str) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+        """The knowledge's (rows, P(f | d), leak, places) for finding f (see `sparse_likelihood`; places:
+        where in each disease's symptom list is what explains f, -1 for none). A disease explains f when it
+        lists f or a narrower finding; through a broader finding a it lists, `broader_share` of it a step for
+        the first `broader_steps` steps; through a finding under a (a sibling of f), `specific_share` × the
+        share of a's diseases that also explain f, when that is more. One stated not to show f, or a broader
+        finding, nearly never does."""
         n = len(self.model.diseases)
         settings = self.settings
-        if self._entry_p is None:  # every listing's P(f | d), once for these settings
-            self._entry_p = tuple(
-                self._listed(table.rows, table.places, table.shares) for table in (self.listings, self.below)
-            )
-        listed_p, below_p = self._entry_p
+        listed_p, below_p = self._entry_probabilities()
         p, place = np.zeros(n), np.full(n, -1)
         span = self.below.span(concept)
         rows = self.below.rows[span]
@@ -338,7 +350,8 @@ class Differential:
             if steps <= settings.broader_steps:
                 through.append((self.listings, listed_p, settings.broader_share**steps))
             if settings.specific_share > 0:
-                share = explained / (self.below.span(ancestor).stop - self.below.span(ancestor).start + 1)
+                under = self.below.span(ancestor)
+                share = explained / (under.stop - under.start + 1)
                 through.append((self.below, below_p, settings.specific_share * share))
             for table, entry_p, factor in through:
                 found = table.span(ancestor)
@@ -362,13 +375,12 @@ class Differential:
         mask[absent] = True
         mask[plain] = True
         kept = np.flatnonzero(mask)
-        self._places[concept] = (kept, place[kept])
-        return kept, p[kept], elsewhere
+        return kept, p[kept], elsewhere, place[kept]
 
     def explained(self, concept: str, row: int) -> str | None:
         """The symptom name under which disease `row` explains the finding, if it does."""
         self.sparse_likelihood(concept)
-        rows, places = self._places[concept]  # rows ascending
+        rows, _, _, places = self._explained[concept]  # rows ascending
         k = int(np.searchsorted(rows, row))
         place = int(places[k]) if k < len(rows) and rows[k] == row else -1
         return self.model.diseases[row].symptoms[place] if place >= 0 else None
