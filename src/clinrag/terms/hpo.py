@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import version
@@ -31,6 +31,43 @@ FREQUENCY_TERMS = {
     "HP:0040284": 0.025,  # very rare: 1-4 %
     "HP:0040285": 0.0,  # excluded: 0 %
 }
+_DAY = 1 / 365.25
+
+
+@dataclass(frozen=True)
+class OnsetClass:
+    """An HPO onset class: its label, and the ages in years within which it says a disease begins."""
+
+    label: str
+    start: float
+    end: float
+
+
+# HPO's onset classes (under HP:0003674 "Onset"), the ages from the terms' definitions (before birth:
+# negative, from conception at -0.75)
+ONSET_CLASSES: Mapping[str, OnsetClass] = MappingProxyType(
+    {
+        "HP:0030674": OnsetClass("Antenatal onset", -0.75, 0.0),
+        "HP:0011460": OnsetClass("Embryonal onset", -0.75, -0.6),  # up to 8 weeks of gestation
+        "HP:0011461": OnsetClass("Fetal onset", -0.6, 0.0),
+        "HP:0034199": OnsetClass("Late first trimester onset", -0.6, -0.48),  # 11-14 weeks of gestation
+        "HP:0034198": OnsetClass("Second trimester onset", -0.48, -0.23),  # 14-28 weeks
+        "HP:0034197": OnsetClass("Third trimester onset", -0.23, 0.0),  # 28 weeks to birth
+        "HP:0003577": OnsetClass("Congenital onset", 0.0, 0.0),  # at birth
+        "HP:0003623": OnsetClass("Neonatal onset", 0.0, 28 * _DAY),  # the first 28 days
+        "HP:0003593": OnsetClass("Infantile onset", 28 * _DAY, 1.0),
+        "HP:0410280": OnsetClass("Pediatric onset", 0.0, 16.0),
+        "HP:0011463": OnsetClass("Childhood onset", 1.0, 5.0),
+        "HP:0003621": OnsetClass("Juvenile onset", 5.0, 16.0),
+        "HP:0003581": OnsetClass("Adult onset", 16.0, 130.0),
+        "HP:0011462": OnsetClass("Young adult onset", 16.0, 40.0),
+        "HP:0025708": OnsetClass("Early young adult onset", 16.0, 19.0),
+        "HP:0025709": OnsetClass("Intermediate young adult onset", 19.0, 25.0),
+        "HP:0025710": OnsetClass("Late young adult onset", 25.0, 40.0),
+        "HP:0003596": OnsetClass("Middle age onset", 40.0, 60.0),
+        "HP:0003584": OnsetClass("Late onset", 60.0, 130.0),
+    }
+)
 _PATIENTS = re.compile(r"(\d+)\s*/\s*(\d+)")
 _PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
 _DEFINITION = re.compile(r'^"(?P<text>.*?)"\s*(?:\[.*\])?\s*$', re.DOTALL)
@@ -99,6 +136,11 @@ class HpoDisease:
         return frozenset(a.term for a in self.annotations if not a.negated)
 
 
+def is_hpo_id(code: str) -> bool:
+    """Whether a code is an HPO term id in its canonical form ("HP:0001166")."""
+    return code.startswith("HP:") and _TERM_ID.fullmatch(code) is not None
+
+
 def hpo_id(text: str) -> str:
     """An HPO term id as written by a user ("HP:0001166", "hp_0001166", " HP:0001166 ") in its canonical
     form; anything else is an `InvalidInputError`."""
@@ -106,6 +148,21 @@ def hpo_id(text: str) -> str:
     if match is None:
         raise InvalidInputError(f"{text.strip()[:40]!r} is not an HPO term id (HP: and seven digits)")
     return f"HP:{match[1]}"
+
+
+def onset_ages(terms: Iterable[str]) -> tuple[float, float] | None:
+    """The ages (years) within which an onset begins, by the onset classes among `terms`: from the earliest
+    start to the latest end (None when no term is an onset class)."""
+    spans = [ONSET_CLASSES[term] for term in terms if term in ONSET_CLASSES]
+    return (min(s.start for s in spans), max(s.end for s in spans)) if spans else None
+
+
+def onset_class(years: float) -> str:
+    """The narrowest onset class of an onset at age `years` (0: congenital)."""
+    if years <= 0:
+        return "HP:0003577" if years == 0 else "HP:0030674"
+    holding = [(c.end - c.start, term) for term, c in ONSET_CLASSES.items() if c.start <= years < c.end]
+    return min(holding)[1] if holding else "HP:0003584"  # past the spans' end: late onset
 
 
 def hpo_release() -> str:

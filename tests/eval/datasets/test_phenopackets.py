@@ -148,8 +148,8 @@ def test_cases_carry_codes_gold_and_meta(store, packets):
     assert case.patient.codes == {
         "hpo": ["HP:0007530"],
         "hpo_excluded": ["HP:0006482", "HP:0001595", "HP:0001597"],
-        "diagnosis": ["OMIM:148600"],
-    }
+        "hpo_onset": ["HP:0025708"],  # its onset at 18 years: early young adult onset
+    }  # the diagnosis is the gold alone: nothing a method reads holds it
     assert case.gold.answer == "Keratoderma, palmoplantar, punctate type IA"
     assert case.gold.answers == ["OMIM:148600", "Keratoderma, palmoplantar, punctate type IA"]
     assert case.meta == {

@@ -25,13 +25,28 @@ TABLE = {
 }
 
 
-def _differential(settings: LikelihoodSettings | None = None) -> Differential:
+# diseases whose source says how often each finding occurs (an annotated spectrum, as HPO's), and the ages
+# each begins within where it says
+ANNOTATED = {
+    "Rare rash syndrome": (["Rash", "Itching", "Nausea"], [0.9, None, 0.2], (0.0, 1.0)),
+    "Rare fever syndrome": (["Fever", "Headache", "Tremor"], [0.5, 0.05, 0.3], (16.0, 130.0)),
+    "Rare itch syndrome": (["Itching", "Tremor"], [None, None], None),  # its source states no share for it
+}
+
+
+def _differential(settings: LikelihoodSettings | None = None, annotated: bool = False) -> Differential:
     diseases = [
         Disease(name, "table", name, symptoms=list(symptoms), ranked=len(symptoms) if k % 2 else 0)
         for k, (name, symptoms) in enumerate(TABLE.items())
     ]
-    model = DiseaseModel(["table"], diseases, {"table": TRAITS})
-    names = sorted({s for symptoms in TABLE.values() for s in symptoms})
+    if annotated:
+        diseases += [
+            Disease(name, "atlas", name, symptoms=symptoms, frequencies=shares, onset=onset)
+            for name, (symptoms, shares, onset) in ANNOTATED.items()
+        ]
+    atlas = SourceTraits(askable=True, rare=True, frequencies=True)
+    model = DiseaseModel(["table", "atlas"], diseases, {"table": TRAITS, "atlas": atlas})
+    names = sorted({s for symptoms, *_ in [*TABLE.values(), *ANNOTATED.values()] for s in symptoms})
     vocabulary = Vocabulary.from_names(names, "table", TRAITS)
     return Differential(model, vocabulary, settings=settings or LikelihoodSettings())
 
@@ -47,8 +62,12 @@ def test_leading_rows_are_those_of_a_stable_sort(n: int) -> None:
     assert leading(posterior, n).tolist() == np.argsort(-posterior, kind="stable")[:n].tolist()
 
 
-def test_the_gain_summed_over_the_explaining_diseases_is_the_gain_over_all() -> None:
-    differential = _differential()
+@pytest.mark.parametrize("annotated", [False, True])
+def test_the_gain_summed_over_the_explaining_diseases_is_the_gain_over_all(annotated: bool) -> None:
+    differential = _differential(annotated=annotated)
+    # with annotated spectra, the diseases that do not explain a finding take two leaks: the finding's own
+    # (annotated) and the plain lists' constant
+    assert differential.annotated.any() == annotated
     vocabulary = differential.vocabulary
     fever, rash = (vocabulary.lookup(name).id for name in ("fever", "rash"))
     posterior = differential.posterior({fever: True, rash: False})
@@ -113,3 +132,42 @@ def test_annotated_shares_and_stated_absences_set_the_likelihood() -> None:
     prior = np.exp(differential.log_prior)
     expected = prior * (1 - 0.3 * np.array([0.9, 0.002, 0.001]))
     assert posterior.tolist() == pytest.approx((expected / expected.sum()).tolist())
+
+
+def test_a_source_stating_shares_annotates_all_its_diseases_and_bounds_the_unstated() -> None:
+    settings = LikelihoodSettings(unstated_share=0.3, annotated_spectrum=0.75, background_noise=0.1)
+    differential = _differential(settings, annotated=True)
+    rows = {disease.name: row for row, disease in enumerate(differential.model.diseases)}
+    assert differential.annotated.tolist() == [False] * len(TABLE) + [True] * len(ANNOTATED)
+    itching = differential.likelihood(differential.vocabulary.lookup("itching").id)
+    assert itching[rows["Rare itch syndrome"]] == pytest.approx(0.3)  # 0.75 / its 2 findings is more
+    assert itching[rows["Rare rash syndrome"]] == pytest.approx(0.25)  # 0.75 / its 3 findings
+    assert itching[rows["Eczema"]] == pytest.approx(0.8)  # a plain list's typical share
+
+
+def test_a_finding_no_plain_list_names_takes_its_background_leak_in_them_too() -> None:
+    differential = _differential(annotated=True)
+    vocabulary, leak = differential.vocabulary, differential.settings.leak
+    plain = ~differential.annotated
+    tremor = differential.likelihood(vocabulary.lookup("tremor").id)
+    _, _, leaks = differential.sparse_likelihood(vocabulary.lookup("tremor").id)
+    # two of the eight diseases show it; no plain list names it, so none of them is a knowledge gap for it
+    assert leaks.annotated == leaks.plain == pytest.approx(2 / 8)
+    assert tremor[plain] == pytest.approx(2 / 8)
+    fever = differential.likelihood(vocabulary.lookup("fever").id)
+    unlisted = [
+        row for row, d in enumerate(differential.model.diseases[: len(TABLE)]) if "Fever" not in d.symptoms
+    ]
+    assert unlisted and fever[unlisted] == pytest.approx(leak)  # the plain lists name fever: a gap is `leak`
+
+
+def test_an_onset_at_other_ages_than_a_diseases_weighs_onset_mismatch() -> None:
+    differential = _differential(LikelihoodSettings(onset_mismatch=0.2), annotated=True)
+    rows = {disease.name: row for row, disease in enumerate(differential.model.diseases)}
+    itching = {differential.vocabulary.lookup("itching").id: True}
+    before = differential.posterior(itching, unsaid=False)
+    infant = differential.posterior(itching, unsaid=False, onset=(28 / 365.25, 1.0))
+    ratio = (infant / before) / (infant[rows["Eczema"]] / before[rows["Eczema"]])
+    assert ratio[rows["Rare fever syndrome"]] == pytest.approx(0.2)  # begins in adults
+    assert ratio[rows["Rare rash syndrome"]] == pytest.approx(1.0)  # begins before 1 year
+    assert ratio[rows["Rare itch syndrome"]] == pytest.approx(1.0)  # its onset is not stated

@@ -232,6 +232,29 @@ def test_meddx_with_the_llm_patient_counts_its_calls_apart(embedded, minilm_embe
     assert "Patient: " in answer.text
 
 
+def test_meddx_on_a_published_rare_disease_patient_with_the_structured_hpo_patient(
+    embedded, minilm_embedder, consult_home: Path, data_dir: Path
+) -> None:
+    dataset = load_dataset("phenopackets-interactive", data_dir / "phenopackets")
+    packet = next(c for c in dataset.cases if c.meta["cohort"] == "SC5D")
+    context = MethodContext(
+        settings=Settings(home=consult_home),
+        params={"iterations": 1, "questions": 2, "components": "history,diagnosis"},
+        chat_model_factory=lambda _: embedded,
+        embedder_factory=lambda _: minilm_embedder,
+    )
+    answer = SPEC.build(context).answer(packet)
+    (patient,) = _steps(answer, "meddx.patient")
+    assert patient.input["kind"] == "HpoInterviewee" and patient.output["calls"] == 0
+    # what the patient is known to show: the first findings and what it revealed, all from the packet
+    assert set(patient.output["codes"]) <= set(packet.meta["hidden_hpo"])
+    assert [s.name for s in answer.trace.steps].count("meddx.history.turn") == 2
+    assert answer.error is None and answer.result.ddx and answer.result.ddx_history[0].questions_asked == 2
+    # no options among 12,000 diseases: the consultation's 20 leading ones are the candidates ranked
+    (diagnosis,) = _steps(answer, "meddx.diagnosis")
+    assert diagnosis.input["options"] == 20 and len(answer.result.ddx) == 10
+
+
 def test_components_must_include_diagnosis() -> None:
     from clinrag.core.errors import InvalidInputError
 

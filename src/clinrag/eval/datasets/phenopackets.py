@@ -30,8 +30,17 @@ from phenopackets import Phenopacket, Sex, TimeElement
 
 from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.core.files import DUPLICATE_IDS, Reading, ReadReport, decode, existing, existing_file
-from clinrag.core.models import HPO_EXCLUDED, HPO_OBSERVED, Case, Demographics, Gold, PatientProfile
+from clinrag.core.models import (
+    HPO_EXCLUDED,
+    HPO_OBSERVED,
+    HPO_ONSET,
+    Case,
+    Demographics,
+    Gold,
+    PatientProfile,
+)
 from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish, register
+from clinrag.terms import hpo
 
 SOURCE = "phenopacket-store"
 
@@ -485,8 +494,8 @@ def to_case(
             codes={
                 HPO_OBSERVED: [term.id for term in case.observed],
                 HPO_EXCLUDED: [term.id for term in case.excluded],
-                "diagnosis": ids,
-            },
+                HPO_ONSET: [onset] if (onset := onset_code(case)) else [],
+            },  # the diagnosis is the gold, never the patient's: no method may read it
         ),
         gold=Gold(answer=case.diagnoses[0].label, answers=answers),
         meta={
@@ -498,6 +507,13 @@ def to_case(
             **(meta or {}),
         },
     )
+
+
+def onset_code(case: PhenopacketCase) -> str | None:
+    """The HPO onset class of the illness: the packet's, or the narrowest holding its onset age."""
+    if case.onset is not None and case.onset.id in hpo.ONSET_CLASSES:
+        return case.onset.id
+    return hpo.onset_class(case.onset_age) if case.onset_age is not None else None
 
 
 def load_phenopackets(path: Path, cohorts: Collection[str] | None = None) -> Dataset:

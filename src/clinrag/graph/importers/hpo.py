@@ -4,9 +4,10 @@
 Disease → HAS_SYMPTOM → the HPO term's name, with the annotation's frequency (the share of the disease's
 patients) and references (PMIDs, OMIM/Orphanet entries) where the file gives them; a NOT annotation is a
 finding the disease is stated not to show. Only terms under "Phenotypic abnormality" (HP:0000118) are
-symptoms; the other annotations (mode of inheritance, onset, frequency, clinical course) are skipped and
-counted. Diseases that share a name (OMIM and Orphanet often list the same one) become one node with the
-union of their phenotypes; the description lists their identifiers.
+symptoms; the onset classes give the ages the disease begins within (`DiseaseRecord.onset`); the other
+annotations (mode of inheritance, frequency, clinical course) are skipped and counted. Diseases that share a
+name (OMIM and Orphanet often list the same one) become one node with the union of their phenotypes; the
+description lists their identifiers.
 """
 
 from __future__ import annotations
@@ -15,25 +16,39 @@ from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, Source
 from clinrag.graph.importers.registry import GraphSource, register
 from clinrag.graph.matching import normalize
 from clinrag.graph.schema import Relation
-from clinrag.terms.hpo import PHENOTYPIC_ABNORMALITY, descendants, hpo_diseases, hpo_release, hpo_terms
+from clinrag.terms.hpo import (
+    ONSET_CLASSES,
+    PHENOTYPIC_ABNORMALITY,
+    descendants,
+    hpo_diseases,
+    hpo_release,
+    hpo_terms,
+    onset_ages,
+)
 
 NAME = "hpo-diseases"
-NOT_PHENOTYPE = "annotations outside 'Phenotypic abnormality' (inheritance, onset, frequency, course)"
+DATABASES = ("OMIM", "ORPHA")
+# each database alone, for an answer space that is one database's (a baseline ranking OMIM's diseases)
+ONE_DATABASE = {"omim-diseases": ("OMIM",), "orphanet-diseases": ("ORPHA",)}
+NOT_PHENOTYPE = "annotations outside 'Phenotypic abnormality' and onset (inheritance, frequency, course)"
 UNKNOWN_TERM = "annotations to HPO terms missing from the ontology"
 NO_PHENOTYPE = "diseases without a phenotypic-abnormality annotation"
 NO_NAME = "diseases without a name"
 SAME_NAME = "diseases merged with another of the same name (OMIM / Orphanet)"
 
 
-def read_hpo_diseases(*, limit: int | None = None) -> SourceRecords:
-    """At most `limit` diseases (OMIM first, then Orphanet, by number), merged by name."""
-    result = SourceRecords(NAME, f"packaged:{NAME}", f"{hpo_release()}:limit={limit}")
+def read_hpo_diseases(
+    *, limit: int | None = None, databases: tuple[str, ...] = DATABASES, name: str = NAME
+) -> SourceRecords:
+    """At most `limit` diseases of `databases` (OMIM first, then Orphanet, by number), merged by name."""
+    result = SourceRecords(name, f"packaged:{name}", f"{hpo_release()}:{','.join(databases)}:limit={limit}")
     result.notes.append("HPO terms outside 'Phenotypic abnormality' skipped")
     terms = hpo_terms()
     phenotypes = descendants(PHENOTYPIC_ABNORMALITY)
     by_name: dict[str, DiseaseRecord] = {}
     ids: dict[str, list[str]] = {}
-    for disease in (*hpo_diseases("OMIM"), *hpo_diseases("ORPHA")):
+    onsets: dict[str, list[str]] = {}  # the onset classes annotated, by merged name
+    for disease in (disease for database in databases for disease in hpo_diseases(database)):
         if limit is not None and result.read >= limit:
             break
         result.read += 1
@@ -51,6 +66,9 @@ def read_hpo_diseases(*, limit: int | None = None) -> SourceRecords:
         ids.setdefault(merged, []).append(key)
         for annotation in sorted(disease.annotations, key=lambda a: a.term):
             term = annotation.term
+            if term in ONSET_CLASSES and not annotation.negated:
+                onsets.setdefault(merged, []).append(term)
+                continue
             if term not in phenotypes:
                 result.skips.add(NOT_PHENOTYPE if term in terms else UNKNOWN_TERM, f"{key}:{term}")
                 continue
@@ -66,16 +84,22 @@ def read_hpo_diseases(*, limit: int | None = None) -> SourceRecords:
             cited += [ref for ref in annotation.references if ref not in cited]
     for merged, record in by_name.items():
         record.description = f"{'; '.join(ids[merged])}: phenotypes annotated by the Human Phenotype Ontology"
+        record.onset = onset_ages(onsets.get(merged, ()))
         result.keep(record, NO_PHENOTYPE)
     return result
 
 
 # OMIM and Orphanet diseases: rare, their phenotypes in clinicians' terms (asked as "Do you have …?"), with
 # annotation frequencies
-register(
-    GraphSource(
-        f"packaged:{NAME}",
-        lambda _, limit: read_hpo_diseases(limit=limit),
-        SourceTraits(askable=True, rare=True, frequencies=True),
+TRAITS = SourceTraits(askable=True, rare=True, frequencies=True)
+register(GraphSource(f"packaged:{NAME}", lambda _, limit: read_hpo_diseases(limit=limit), TRAITS))
+for _name, _databases in ONE_DATABASE.items():
+    register(
+        GraphSource(
+            f"packaged:{_name}",
+            lambda _, limit, databases=_databases, name=_name: read_hpo_diseases(
+                limit=limit, databases=databases, name=name
+            ),
+            TRAITS,
+        )
     )
-)

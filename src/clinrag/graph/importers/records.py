@@ -80,6 +80,7 @@ class DiseaseRecord:
     frequencies: dict[tuple[Relation, str], float] = field(default_factory=dict)
     references: dict[tuple[Relation, str], list[str]] = field(default_factory=dict)
     excluded: list[str] = field(default_factory=list)  # findings it is stated not to show (HPO's NOT)
+    onset: tuple[float, float] | None = None  # the ages (years) it begins within, where the source says
 
     def add(self, relation: Relation, target: object, skips: Skips, passages: Sequence[str] = ()) -> None:
         """Add one neighbour (and the passages that state it); an unusable name is counted in `skips`."""

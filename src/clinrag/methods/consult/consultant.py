@@ -36,6 +36,7 @@ from clinrag.methods.consult.report import (
 )
 from clinrag.methods.consult.statements import statements_about
 from clinrag.methods.consult.vocabulary import Concept
+from clinrag.terms.hpo import ONSET_CLASSES, onset_ages
 
 if TYPE_CHECKING:  # a knowledge base is built by the caller; importing it loads the indexes
     from clinrag.knowledge.base import KnowledgeBase
@@ -133,8 +134,11 @@ class Consultant:
     def _with_codes(self, findings: Findings, present: Sequence[str], absent: Sequence[str]) -> Findings:
         coded: dict[str, Finding] = {}
         unknown = []
+        onsets = [code for code in present if code in ONSET_CLASSES]  # when the illness began
         for status, codes in (("absent", absent), ("present", present)):  # a code given both ways: present
             for code in codes:
+                if code in onsets:
+                    continue
                 concept = self.differential.vocabulary.by_code(code)
                 if concept is None:
                     unknown.append(code)
@@ -153,8 +157,15 @@ class Consultant:
             update={
                 "findings": [*coded.values(), *said],
                 "not_understood": [*findings.not_understood, *dict.fromkeys(unknown)],
+                "onset_classes": list(dict.fromkeys([*findings.onset_classes, *onsets])),
             }
         )
+
+    def posterior(self, state: ConsultState) -> np.ndarray:
+        """P(d | what is known of the patient) for every disease of the model."""
+        findings = state.findings
+        onset = onset_ages(findings.onset_classes)
+        return self.differential.posterior(state.known(), findings.sex, unsaid=state.spoken, onset=onset)
 
     def answer(self, state: ConsultState, concept: str, status: FindingStatus) -> None:
         """Record the patient's answer about a concept (present, absent, or uncertain for "don't know")."""
@@ -178,6 +189,7 @@ class Consultant:
             duration_days=extracted.duration.days if extracted.duration else None,
             duration_written=extracted.duration.text if extracted.duration else None,
             onset=extracted.onset.text if extracted.onset else None,
+            onset_class=", ".join(ONSET_CLASSES[code].label for code in extracted.onset_classes) or None,
             not_understood=list(extracted.not_understood),
             patients=self.patients(),
         )
@@ -186,14 +198,14 @@ class Consultant:
             report.abstained = True
             report.abstention_reason = "no finding the patient has was understood"
             # what the text both states and denies may be all there is to go on: ask it back
-            prior = self.differential.posterior({}, extracted.sex, unsaid=state.spoken)
+            prior = self.posterior(state)
             asked_back = questions_about(
                 self.differential, prior, {concept: self.concepts[concept].name for concept in contradicted}
             )
             # no differential yet, so no disease's facts to cite for them
             report.questions = self._question_outs(asked_back[: self.questions], prior, evidence, 0)
         else:
-            posterior = self.differential.posterior(known, extracted.sex, unsaid=state.spoken)
+            posterior = self.posterior(state)
             order = leading(posterior, self.diagnoses)
             statuses = {concept: status for concept, (status, _) in said.items()}
             report.differential = [

@@ -6,7 +6,8 @@ looked for and not found: the looking misses some), where P(f | d) is
 - the frequency of f among past patients with d, when a patient base gives d's patients (add-one
   smoothed), for the findings those patients were asked about;
 - else, where the knowledge says how often d's patients show f (HPO's annotated spectra), that share, and
-  `unstated_share` where such a source gives none;
+  where such a source gives none, `unstated_share`, at most `annotated_spectrum` / |findings of d| (a
+  disease annotated with a hundred findings shows few of them in any one patient);
 - else, when a plain list names f for d, `typical` (0.8) — or less for a disease listed with many findings,
   min(typical, spectrum / |findings of d|) with `spectrum` 4 (the disease table lists 5–6 findings a disease,
   each typical) — times 1 − `salience_step` (0.1) per place a finding stands after the first when the source
@@ -21,10 +22,12 @@ looked for and not found: the looking misses some), where P(f | d) is
   (`background_noise`), at least `annotated_leak` — so a specific finding unexplained counts much more
   against a disease than a common one.
 π(d) is the diagnoses' frequency in the patient base (smoothed) where there is one, else the base rates of
-`DiseaseModel`. Uncertain findings change nothing. The plain lists' constants were set a priori, not fitted
-to any evaluation set (the salience order was then checked on the development presentations,
-tests/data/consult/presentations_dev.jsonl); the annotated spectra's on the "tune" half of the phenopacket
-cohorts (`benchmarks/bench_rare.py` reports on the other half).
+`DiseaseModel`; a condition of the other sex takes `other_sex` of it, and, when the patient's onset is given
+as an HPO onset class, a disease whose knowledge says it begins at other ages `onset_mismatch`. Uncertain
+findings change nothing. The plain lists' constants were set a priori, not fitted to any evaluation set (the
+salience order was then checked on the development presentations, tests/data/consult/presentations_dev.jsonl);
+the annotated spectra's on the "tune" half of the phenopacket cohorts (`benchmarks/bench_rare.py` reports on
+the other half).
 
 What the patient did not mention says a little too: a patient with d who has finding f mentions it, unasked,
 with probability `mention_rate` (α), so each finding not mentioned multiplies by 1 − α · P(f | d) — a disease
@@ -43,6 +46,7 @@ import copy
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -73,10 +77,19 @@ class LikelihoodSettings:
     annotated_leak: float = 0.001  # the leak of a disease whose findings are annotated with frequencies
     clinical_mention_rate: float = 0.0  # α of a finding named in clinicians' terms (`mention_rate`: lay)
     background_noise: float = 1.0  # the leak's share of the diseases showing f (0: the constant leak)
+    annotated_spectrum: float = 10.0  # of an annotated spectrum: unstated shares at most this / its findings
+    onset_mismatch: float = 0.2  # the factor of a disease whose stated onset ages miss the patient's
 
     def __post_init__(self) -> None:
         if not 0 <= self.mention_rate < 1:
             raise ValueError(f"mention_rate must be in [0, 1), got {self.mention_rate}")
+
+
+class Leaks(NamedTuple):
+    """P(f | d) of the diseases whose knowledge does not explain finding f."""
+
+    annotated: float  # an annotated spectrum's: f's background (the share of the diseases showing it)
+    plain: float  # a plain list's: `leak`, or f's background when no plain list names f
 
 
 @dataclass(frozen=True)
@@ -164,14 +177,25 @@ class Differential:
         self.below = below if below is not None else self.listings.below(self._parents)
         self._base_rates = np.asarray(model.base_rates())
         self._sexes = np.array([sex_of(disease.icd10) or "" for disease in model.diseases])
+        # the ages each disease begins within, where its source says (NaN: it does not)
+        onsets = [disease.onset or (np.nan, np.nan) for disease in model.diseases]
+        self._onset_start, self._onset_end = np.array(onsets, dtype=float).reshape(-1, 2).T
         # how many of a disease's findings, from the first, its source lists in order of salience
         self._ranked = np.array([disease.ranked for disease in model.diseases])
         # The diseases whose knowledge says how often their findings occur: annotated spectra, where a finding
         # given no share is taken at `unstated_share` (not at a plain list's `typical`) and one not listed at
-        # `annotated_leak` (a plain list of a few findings leaves more out: `leak`).
-        self._annotated = np.zeros(len(model.diseases), dtype=bool)
-        self._annotated[self.listings.rows[~np.isnan(self.listings.shares)]] = True
-        self._plain_rows = np.flatnonzero(~self._annotated)
+        # the finding's background leak (a plain list of a few findings leaves more out: `leak`). A source
+        # that declares and states shares (`SourceTraits.frequencies`) annotates its whole spectra, also the
+        # diseases it states no share for.
+        self.annotated = np.zeros(len(model.diseases), dtype=bool)
+        self.annotated[self.listings.rows[~np.isnan(self.listings.shares)]] = True
+        sharing = {
+            model.diseases[row].source
+            for row in np.flatnonzero(self.annotated)
+            if model.traits[model.diseases[row].source].frequencies
+        }
+        self.annotated |= np.array([disease.source in sharing for disease in model.diseases], dtype=bool)
+        self._plain_rows = np.flatnonzero(~self.annotated)
         self._settle(settings)
         self._use(experience)
 
@@ -182,9 +206,10 @@ class Differential:
         self.mention_rate = settings.mention_rate
         listed_findings = np.array([max(len(d.symptoms), 1) for d in self.model.diseases], dtype=float)
         self._typical = np.minimum(settings.typical, settings.spectrum / listed_findings)
+        self._listed_counts = listed_findings
         self._silence: np.ndarray | None = None  # the sum over every finding counted, when first needed
         # finding → the knowledge's (rows, P(f | d), leak, the place in each disease's list of what it lists)
-        self._explained: dict[str, tuple[np.ndarray, np.ndarray, float, np.ndarray]] = {}
+        self._explained: dict[str, tuple[np.ndarray, np.ndarray, Leaks, np.ndarray]] = {}
         self._entry_p: tuple[np.ndarray, np.ndarray] | None = None  # `_listed` of the listings and `below`
 
     def with_settings(self, settings: LikelihoodSettings) -> Differential:
@@ -218,15 +243,16 @@ class Differential:
 
     def likelihood(self, concept: str) -> np.ndarray:
         """P(f | d) for every disease d of the model."""
-        rows, values, elsewhere = self.sparse_likelihood(concept)
-        p = np.full(len(self.model.diseases), elsewhere)
+        rows, values, (elsewhere, plain_leak) = self.sparse_likelihood(concept)
+        p = np.where(self.annotated, elsewhere, plain_leak)
         p[rows] = values
         return p
 
-    def sparse_likelihood(self, concept: str) -> tuple[np.ndarray, np.ndarray, float]:
-        """(rows, P(f | d) of those diseases, P(f | d) of every other disease): the diseases whose likelihood
-        is not the leak (those the knowledge has explain the finding, or state do not show it, and those
-        past patients were seen with), and the finding's leak."""
+    def sparse_likelihood(self, concept: str) -> tuple[np.ndarray, np.ndarray, Leaks]:
+        """(rows, P(f | d) of those diseases, the finding's leaks): the diseases whose likelihood is not a
+        leak (those the knowledge has explain the finding, or state do not show it, and those past patients
+        were seen with); every other disease takes a leak, the annotated spectra's (`annotated`) or the
+        plain lists'."""
         if concept not in self._explained:
             self._explained[concept] = self._knowledge_likelihood(concept)
         rows, listed, elsewhere, _ = self._explained[concept]
@@ -244,16 +270,27 @@ class Differential:
         )
         return rows, listed, elsewhere
 
-    def posterior(self, known: Mapping[str, bool], sex: str | None = None, unsaid: bool = True) -> np.ndarray:
+    def posterior(
+        self,
+        known: Mapping[str, bool],
+        sex: str | None = None,
+        unsaid: bool = True,
+        onset: tuple[float, float] | None = None,
+    ) -> np.ndarray:
         """P(d | findings): `known` maps a concept id to present (True) or absent (False); with `unsaid` (the
         findings are a patient's account), every other finding counted was not mentioned. With the
         patient's `sex`, conditions of the other sex (pregnancy, the other sex's organs) are nearly ruled
-        out."""
+        out; with the ages the illness began within (`onset`, years), a disease whose knowledge says it
+        begins at other ages only takes `onset_mismatch`."""
         log_p = self.log_prior + self.unmentioned(known) if unsaid else self.log_prior.copy()
         if sex in ("female", "male"):
             log_p = log_p + np.where(
                 self._sexes == ("male" if sex == "female" else "female"), np.log(self.settings.other_sex), 0.0
             )
+        if onset is not None:
+            # NaN compares false: a disease whose onset is not stated is never a mismatch
+            missed = (self._onset_start > onset[1]) | (self._onset_end < onset[0])
+            log_p = log_p + np.where(missed, np.log(self.settings.onset_mismatch), 0.0)
         for concept, present in known.items():
             p = self.likelihood(concept)
             # a finding looked for and not found: the looking misses some (`absent_reliability`)
@@ -316,7 +353,10 @@ class Differential:
         step, floor = self.settings.salience_step, self.settings.salience_floor
         salience = np.where(places < ranked, np.maximum(1.0 - step * places, floor), floor)
         typical = self._typical[rows] * np.where(ranked > 0, salience, 1.0)
-        typical = np.where(self._annotated[rows], self.settings.unstated_share, typical)
+        unstated = np.minimum(
+            self.settings.unstated_share, self.settings.annotated_spectrum / self._listed_counts[rows]
+        )
+        typical = np.where(self.annotated[rows], unstated, typical)
         # a share of 100 % is still not certainty (a record may miss a finding): 1 − leak at most
         return np.clip(np.where(np.isnan(shares), typical, shares), self.leak, 1.0 - self.leak)
 
@@ -329,8 +369,8 @@ class Differential:
             )
         return self._entry_p
 
-    def _knowledge_likelihood(self, concept: str) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
-        """The knowledge's (rows, P(f | d), leak, places) for finding f (see `sparse_likelihood`; places:
+    def _knowledge_likelihood(self, concept: str) -> tuple[np.ndarray, np.ndarray, Leaks, np.ndarray]:
+        """The knowledge's (rows, P(f | d), leaks, places) for finding f (see `sparse_likelihood`; places:
         where in each disease's symptom list is what explains f, -1 for none). A disease explains f when it
         lists f or a narrower finding; through a broader finding a it lists, `broader_share` of it a step for
         the first `broader_steps` steps; through a finding under a (a sibling of f), `specific_share` × the
@@ -364,18 +404,21 @@ class Differential:
         # the leak of an annotated spectrum: a finding it does not explain is rare in d, rarer the fewer
         # diseases show it
         elsewhere = min(max(settings.background_noise * len(rows) / n, settings.annotated_leak), 0.5)
-        plain = self._plain_rows  # a plain list's leak is a knowledge gap, the same for every finding
-        p[plain] = np.maximum(p[plain], self.leak)
+        # a plain list's leak is a knowledge gap, the same for every finding its lists name; a finding they
+        # never name (a clinician's term) takes its background leak, as an annotated spectrum does
+        plain = self._plain_rows
+        plain_leak = self.leak if (p[plain] > 0).any() else elsewhere
+        p[plain] = np.maximum(p[plain], plain_leak)
         absent = np.unique(
             np.concatenate([self.absences.of_concept(c)[0] for c in reachable(concept, self._parents)])
         )
         absent = absent[p[absent] <= elsewhere]  # unless the knowledge lists it after all
         p[absent] = settings.stated_absent
         mask = p > elsewhere
+        mask[plain] = p[plain] > plain_leak
         mask[absent] = True
-        mask[plain] = True
         kept = np.flatnonzero(mask)
-        return kept, p[kept], elsewhere, place[kept]
+        return kept, p[kept], Leaks(elsewhere, plain_leak), place[kept]
 
     def explained(self, concept: str, row: int) -> str | None:
         """The symptom name under which disease `row` explains the finding, if it does."""

@@ -30,7 +30,7 @@ from clinrag.graph.importers.registry import graph_source
 from clinrag.graph.schema import Relation
 
 RARE_SHARE = 0.05  # the rare diseases' share of the base rate (see the module docstring)
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 _ICD10 = re.compile(r"ICD-10 ([A-TV-Z][0-9][0-9A-Z](?:\.[0-9A-Z]{1,4})?)")
 
 
@@ -53,8 +53,11 @@ class Disease:
     frequencies: list[float | None] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)  # findings it is stated not to show (HPO's NOT)
+    onset: tuple[float, float] | None = None  # the ages (years) it begins within, where its source says
 
     def __post_init__(self) -> None:  # a source that states no frequency or reference: one None, [] each
+        if self.onset is not None:  # msgpack loads a pair as a list
+            self.onset = (float(self.onset[0]), float(self.onset[1]))
         if len(self.frequencies) < len(self.symptoms):
             self.frequencies += [None] * (len(self.symptoms) - len(self.frequencies))
         if len(self.references) < len(self.symptoms):
@@ -172,6 +175,7 @@ def _diseases(records: SourceRecords, traits: SourceTraits) -> list[Disease]:
                 frequencies=[record.frequencies.get((Relation.HAS_SYMPTOM, s)) for s in symptoms],
                 references=[";".join(record.references.get((Relation.HAS_SYMPTOM, s), [])) for s in symptoms],
                 excluded=list(record.excluded),
+                onset=record.onset,
             )
         )
     return diseases
@@ -186,5 +190,8 @@ def _join(present: Disease, other: Disease) -> None:
     for name in ("tests", "drugs", "cures", "excluded"):
         mine: list[str] = getattr(present, name)
         mine.extend(item for item in getattr(other, name) if item not in mine)
+    if other.onset is not None:  # a name in two sources: every age either says it begins at
+        spans = [span for span in (present.onset, other.onset) if span is not None]
+        present.onset = (min(s for s, _ in spans), max(e for _, e in spans))
     present.icd10 = present.icd10 or other.icd10
     present.description = present.description or other.description

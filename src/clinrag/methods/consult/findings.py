@@ -54,6 +54,7 @@ class Findings(BaseModel):
     sex: Sex | None = None
     duration: Duration | None = None
     onset: OnsetPhrase | None = None
+    onset_classes: list[str] = Field(default_factory=list)  # HPO onset classes given as codes ("HP:0003593")
     not_understood: list[str] = Field(default_factory=list)
 
     def with_status(self, status: FindingStatus) -> list[Finding]:

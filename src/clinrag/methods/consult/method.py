@@ -15,6 +15,7 @@ from pydantic import Field, field_validator
 from clinrag.core.models import (
     HPO_EXCLUDED,
     HPO_OBSERVED,
+    HPO_ONSET,
     Answer,
     Case,
     Evidence,
@@ -75,7 +76,10 @@ class ConsultConfig(MethodConfig):
     absent_reliability: float = Field(default=_LIKELY.absent_reliability, gt=0.0, le=1.0)
     # P(f | d) where a source that states frequencies states none for f (HPO: a third of its annotations)
     unstated_share: float = Field(default=_LIKELY.unstated_share, gt=0.0, lt=1.0)
+    annotated_spectrum: float = Field(default=_LIKELY.annotated_spectrum, gt=0.0)  # … at most this / findings
     background_noise: float = Field(default=_LIKELY.background_noise, ge=0.0, le=10.0)
+    # the factor of a disease whose knowledge says it begins at ages other than the patient's onset class
+    onset_mismatch: float = Field(default=_LIKELY.onset_mismatch, gt=0.0, le=1.0)
     # How often a patient mentions, unasked, a finding they have (what goes unsaid then counts a little
     # against the diseases that nearly always show it; 0: not at all; see `differential`).
     mention_rate: float = Field(default=_LIKELY.mention_rate, ge=0.0, lt=1.0)
@@ -155,7 +159,7 @@ class ConsultMethod(Method):
             text,
             case.language,
             exclude=case_origins(case),
-            present=codes.get(HPO_OBSERVED, ()),
+            present=[*codes.get(HPO_OBSERVED, ()), *codes.get(HPO_ONSET, ())],
             absent=codes.get(HPO_EXCLUDED, ()),
         )
         if case.patient is not None:  # what the case states outright stands in for what the text leaves out

@@ -48,9 +48,10 @@ def questions_about(
     """The question about each finding (concept id → name), with what its answer is expected to tell under
     `posterior`.
 
-    A finding's likelihood is the leak for every disease but the few that explain it (`sparse_likelihood`),
-    so each expected entropy is summed over those few, the rest in closed form: with masses m = π·q (q the
-    probability of the answer), Z·H(m/Z) = Z log Z − Σ m log m, and over the rest, where q is constant,
+    A finding's likelihood is a leak for every disease but the few that explain it (`sparse_likelihood`):
+    one for annotated spectra, one for plain lists. So each expected entropy is
+    summed over those few, and over each group of the rest in closed form: with masses m = π·q (q the
+    probability of the answer), Z·H(m/Z) = Z log Z − Σ m log m, and over a group where q is constant,
     Σ m log m = q log q · Σπ + q · Σ π log π."""
     if not findings:
         return []
@@ -60,25 +61,33 @@ def questions_about(
     sparse = [differential.sparse_likelihood(concept) for concept in findings]
     rows = np.concatenate([entry[0] for entry in sparse])
     p = np.concatenate([entry[1] for entry in sparse])
-    elsewhere = np.array([entry[2] for entry in sparse])
+    leaks = np.array([entry[2] for entry in sparse]).reshape(-1, 2)  # per finding: (annotated, plain)
     sizes = np.array([len(entry[0]) for entry in sparse])
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
 
     def per_finding(values: np.ndarray) -> np.ndarray:
-        sums = np.add.reduceat(values, starts) if len(values) else np.zeros(len(sizes))
+        # one 0 appended: a last finding explained by none starts past the end
+        sums = np.add.reduceat(np.append(values, 0.0), starts)
         return np.where(sizes > 0, sums, 0.0)  # reduceat gives an empty segment its next element
 
     prior, prior_plogp = posterior[rows], plogp[rows]
-    rest = np.maximum(1.0 - per_finding(prior), 0.0)
-    rest_plogp = everywhere - per_finding(prior_plogp)
+    # the rest of each group: (its mass, its Σ π log π, its P(yes)), per finding
+    rest = []
+    for group, yes in ((differential.annotated, leaks[:, 0]), (~differential.annotated, leaks[:, 1])):
+        inside = group[rows]
+        mass = np.maximum(float(posterior[group].sum()) - per_finding(prior * inside), 0.0)
+        rest.append((mass, float(plogp[group].sum()) - per_finding(prior_plogp * inside), yes))
     expected = np.zeros(len(sizes))
     # 0 < p < 1 (the leak and 1 − leak bound it): m log m = q · π log π + π · q log q, no zero to mind
-    for answer, log_answer, other in ((p, np.log(p), elsewhere), (1.0 - p, np.log1p(-p), 1.0 - elsewhere)):
-        total = per_finding(prior * answer) + other * rest
+    for answer, log_answer, yes_answer in ((p, np.log(p), True), (1.0 - p, np.log1p(-p), False)):
+        total = per_finding(prior * answer)
         mlogm = per_finding(answer * prior_plogp + prior * answer * log_answer)
-        mlogm += _xlogx(other) * rest + other * rest_plogp
+        for mass, mass_plogp, yes in rest:
+            other = yes if yes_answer else 1.0 - yes
+            total = total + other * mass
+            mlogm = mlogm + _xlogx(np.asarray(other)) * mass + other * mass_plogp
         expected += _xlogx(total) - mlogm
-    p_yes = per_finding(prior * p) + elsewhere * rest
+    p_yes = per_finding(prior * p) + sum(yes * mass for mass, _, yes in rest)
     return [
         Question(concept, name, float(-everywhere - gain), float(yes))
         for (concept, name), gain, yes in zip(findings.items(), expected, p_yes, strict=True)

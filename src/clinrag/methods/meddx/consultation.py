@@ -51,7 +51,7 @@ class Consultation:
         patient = self.case.patient.model_copy(update={"initial_presentation": self.profile_text()})
         codes = self.interviewee.codes() if self.interviewee else []
         if codes:
-            patient.codes = {**patient.codes, "evidence": list(dict.fromkeys(codes))}
+            patient.codes = {**patient.codes, self.interviewee.codes_field: list(dict.fromkeys(codes))}
         return self.case.model_copy(update={"patient": patient})
 
     def record_ddx(self, ddx: list[RankedDiagnosis]) -> DdxSnapshot:

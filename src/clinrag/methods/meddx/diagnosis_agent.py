@@ -1,7 +1,7 @@
-"""MEDDxAgent's diagnosis-strategy agent: a ranked differential of ten from the case's options, from the
-patient as known so far and the latest knowledge summary, by one of five strategies — zero-shot, chain of
-thought, fixed few-shot, dynamic few-shot (the most similar past patients as the examples), and chain of
-thought with dynamic few-shot.
+"""MEDDxAgent's diagnosis-strategy agent: a ranked differential of ten from the case's options (or, for a case
+without, the candidates `propose` gives), from the patient as known so far and the latest knowledge
+summary, by one of five strategies — zero-shot, chain of thought, fixed few-shot, dynamic few-shot (the
+most similar past patients as the examples), and chain of thought with dynamic few-shot.
 
 Every option is scored by its per-token log-likelihood as the continuation of the prompt (after the
 reasoning, for the chain-of-thought strategies), so the differential is a distribution over all options and
@@ -9,7 +9,7 @@ never a parse failure."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -45,6 +45,8 @@ class DiagnosisAgent:
     labels: dict[str, list[str]] | None = None
     shots: int = 3
     reasoning_tokens: int = 192
+    # a case without options: what proposes its candidates (`candidates.knowledge_candidates`)
+    propose: Callable[[Case], dict[str, str]] | None = None
 
     def __post_init__(self) -> None:
         if self.strategy.endswith("few_shot") and not any(
@@ -60,6 +62,8 @@ class DiagnosisAgent:
     ) -> tuple[list[RankedDiagnosis], list[Evidence]]:
         """The differential, and the example patients shown (as evidence)."""
         case = consultation.case
+        if not case.options and self.propose is not None:
+            case = case.model_copy(update={"options": self.propose(consultation.current_case())})
         texts = list(case.options.values())
         if not texts:
             raise InvalidInputError(f"case {case.id} has no options to rank a differential from")

@@ -39,6 +39,7 @@ class Exchange:
 
 class Interviewee(Protocol):
     usage: Usage  # what answering cost (LLM patients); not the doctor's cost
+    codes_field: str  # the `PatientProfile.codes` field its codes are in
 
     async def reply(self, question: str) -> Exchange: ...
 
@@ -81,6 +82,7 @@ class CodedInterviewee:
     patient: StructuredPatient
     matcher: QuestionMatcher
     usage: Usage = field(default_factory=Usage)
+    codes_field: str = "evidence"
     replies: list[Reply] = field(default_factory=list)  # coded answers, in order (for experience updates)
 
     async def reply(self, question: str) -> Exchange:
@@ -108,6 +110,7 @@ class SimulatedInterviewee:
     """The LLM patient; its model calls are counted in `usage`."""
 
     patient: LLMPatient
+    codes_field: str = "evidence"  # (it reveals no codes)
 
     @property
     def usage(self) -> Usage:

@@ -1,27 +1,34 @@
-"""`meddx`: MEDDxAgent — the DDxDriver over history taking, knowledge retrieval and a diagnosis strategy,
-for interactive differential diagnosis from the initial information.
-
-The patient is the structured patient behind question matching on coded datasets (DDXPlus), else the LLM
-patient (iCraft-MD). `components` leaves parts out: `["diagnosis"]` is the diagnosis-strategy-only baseline
-(DS-only), `["knowledge", "diagnosis"]` the knowledge-retrieval baseline (KR-only). The differential after
-each diagnosis is in `ddx_history` (per-iteration GTPA, rank and Δprogress); the knowledge cited and the
-example patients shown are the evidence; the patient simulator's own model calls are reported in the trace
+"""`meddx`: MEDDxAgent — the DDxDriver over history taking, knowledge retrieval and a diagnosis strategy, for
+interactive differential diagnosis from the initial information. The patient is the structured patient
+behind question matching on coded datasets (DDXPlus; on HPO-coded ones, `phenopackets-interactive`, the
+terms a question names answered from the published case), else the LLM patient (iCraft-MD, `phenopackets`).
+`components` leaves parts out: `["diagnosis"]` is the diagnosis-strategy-only baseline (DS-only),
+`["knowledge", "diagnosis"]` the knowledge-retrieval baseline (KR-only). The differential after each
+diagnosis is in `ddx_history` (per-iteration GTPA, rank and Δprogress); the knowledge cited and the example
+patients shown are the evidence; the patient simulator's own model calls are reported in the trace
 (`meddx.patient`), not counted as the method's."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from clinrag.core.errors import InvalidInputError
-from clinrag.core.models import Answer, Case, StructuredResult
+from clinrag.core.models import HIDDEN_HPO_OBSERVED, Answer, Case, StructuredResult
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
+from clinrag.methods.consult.consultant import Consultant
+from clinrag.methods.consult.method import ConsultConfig
+from clinrag.methods.consult.method import build as build_consult
+from clinrag.methods.meddx.candidates import knowledge_candidates
 from clinrag.methods.meddx.consultation import Consultation
 from clinrag.methods.meddx.diagnosis_agent import DiagnosisAgent, Strategy
 from clinrag.methods.meddx.driver import ORDER, Component, DDxDriver, DriverConfig
 from clinrag.methods.meddx.history_taking import ExperienceAdvisor, HistoryTaker
+from clinrag.methods.meddx.hpo_patient import HpoInterviewee, HpoPatient, terms_named
 from clinrag.methods.meddx.interviewee import (
     CodedInterviewee,
     Interviewee,
@@ -48,6 +55,8 @@ class MeddxConfig(MethodConfig):
     components: list[Component] = Field(default_factory=lambda: list(ORDER))
     strategy: Strategy = "zero_shot"
     shots: int = Field(default=3, ge=1, le=10)
+    # a case without options (a rare-disease patient): the consultation's leading diseases are the candidates
+    candidates: int = Field(default=20, ge=2, le=100)
     sources: list[SourceName] | None = None  # null: every source that is configured
     kb: DataPath | None = None
     graph: GraphUri | None = None
@@ -78,12 +87,21 @@ class MeddxConfig(MethodConfig):
 class Meddx(Method):
     name = "meddx"
 
-    def __init__(self, driver: DDxDriver, config: MeddxConfig, *, context: MethodContext) -> None:
+    def __init__(
+        self,
+        driver: DDxDriver,
+        config: MeddxConfig,
+        *,
+        context: MethodContext,
+        consultant: Callable[[], Consultant] | None = None,
+    ) -> None:
         self.driver = driver
         self.config = config
         self.model = driver.diagnosis.model
         self._context = context
         self._matchers: dict[str, QuestionMatcher] = {}  # one per catalogue: its questions embedded once
+        self._consultant = consultant or packaged_consultant(context)
+        self._read_hpo: Callable[[str], list[str]] | None = None
 
     async def aanswer(self, case: Case) -> Answer:
         answer = Answer(case_id=case.id, method=self.name)
@@ -101,8 +119,11 @@ class Meddx(Method):
     def _interviewee(self, case: Case) -> Interviewee:
         catalogue = case.meta.get("evidence_catalogue")
         coded = isinstance(catalogue, str) and "hidden_evidence" in case.meta
+        hpo_coded = HIDDEN_HPO_OBSERVED in case.meta
         kind = self.config.patient
-        if kind == "structured" or (kind == "auto" and coded):
+        if kind == "structured" or (kind == "auto" and (coded or hpo_coded)):
+            if hpo_coded and not coded:
+                return HpoInterviewee(HpoPatient(case), self._hpo_reader())
             if not coded:
                 raise InvalidInputError(
                     f"case {case.id} is not coded: the structured patient cannot answer it"
@@ -111,6 +132,12 @@ class Meddx(Method):
             patient.initial()  # what the clinician heard first is known from the start
             return CodedInterviewee(patient, self._matcher(catalogue))
         return SimulatedInterviewee(LLMPatient.for_case(self._context.chat_model, case))
+
+    def _hpo_reader(self) -> Callable[[str], list[str]]:
+        """What reads the HPO terms a doctor's question names: the consultation's finding extractor."""
+        if self._read_hpo is None:
+            self._read_hpo = terms_named(self._consultant())
+        return self._read_hpo
 
     def _matcher(self, catalogue: str) -> QuestionMatcher:
         if catalogue not in self._matchers:
@@ -167,8 +194,15 @@ def _knowledge_agent(context: MethodContext, config: MeddxConfig) -> KnowledgeAg
     )
 
 
+def packaged_consultant(context: MethodContext) -> Callable[[], Consultant]:
+    """The consultation on the packaged knowledge (compiled once in the clinrag home), opened when a case
+    first needs it: one without options, or an HPO-coded patient's questions."""
+    return cache(lambda: build_consult(context, ConsultConfig()).consultant)
+
+
 def build(context: MethodContext, config: MeddxConfig) -> Meddx:
     components = tuple(c for c in ORDER if c in config.components)
+    consultant = packaged_consultant(context)
     advisor = None
     if config.experience_goals:
         from clinrag.methods.meddx.experience_policy import ExperienceModel
@@ -177,7 +211,12 @@ def build(context: MethodContext, config: MeddxConfig) -> Meddx:
     driver = DDxDriver(
         model=context.chat_model if config.mode == "dynamic" else None,
         diagnosis=DiagnosisAgent(
-            context.chat_model, config.strategy, context.experience, context.labels, shots=config.shots
+            context.chat_model,
+            config.strategy,
+            context.experience,
+            context.labels,
+            shots=config.shots,
+            propose=lambda case: knowledge_candidates(consultant(), case, config.candidates),
         ),
         history=HistoryTaker(context.chat_model, advisor, config.stop_on_goals)
         if "history" in components
@@ -185,7 +224,7 @@ def build(context: MethodContext, config: MeddxConfig) -> Meddx:
         knowledge=_knowledge_agent(context, config) if "knowledge" in components else None,
         config=DriverConfig(components=components, **config.model_dump(include=DRIVER_FIELDS)),
     )
-    return Meddx(driver, config, context=context)
+    return Meddx(driver, config, context=context, consultant=consultant)
 
 
 SPEC = register(
