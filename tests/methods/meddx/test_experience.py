@@ -102,7 +102,7 @@ def test_bad_parameters_and_uncoded_cases_are_errors(ddxplus_interactive, held_o
     with pytest.raises(InvalidInputError, match="meddx-experience parameters"):
         _method(ddxplus_interactive, held_out, questions=5)
     method = _method(ddxplus_interactive, held_out)
-    with pytest.raises(InvalidInputError, match="evidence catalogue"):
+    with pytest.raises(InvalidInputError, match="no coded hidden profile"):
         method.answer(held_out[0].model_copy(update={"meta": {}}))
 
 

@@ -35,13 +35,23 @@ class Dataset:
     records: list[PatientRecord] = field(default_factory=list)
     labels: dict[str, list[str]] = field(default_factory=dict)
     report: str = ""
+    # record id → its group, where patients come in groups that share more than a diagnosis (a
+    # phenopacket-store cohort: one paper, often one family): a case's group is left out with it
+    groups: dict[str, str] = field(default_factory=dict)
 
     def experience(self, exclude: Iterable[str]) -> list[PatientRecord]:
-        """The records whose id is not in `exclude` (the sampled test cases, for leave-sample-out)."""
+        """The records whose id is not in `exclude` (the sampled test cases, for leave-sample-out), nor in the
+        group of one that is (leave-group-out)."""
         if isinstance(exclude, str):  # a bare id would be read as a set of characters
             exclude = [exclude]
         excluded = set(exclude)
-        return [record for record in self.records if record.id not in excluded]
+        groups = {self.groups[case] for case in excluded if case in self.groups}
+        return [
+            record
+            for record in self.records
+            if record.id not in excluded
+            and (record.id not in self.groups or self.groups[record.id] not in groups)
+        ]
 
 
 @dataclass(frozen=True)
@@ -79,6 +89,7 @@ def finish(
     records: list[PatientRecord] | None = None,
     labels: dict[str, list[str]] | None = None,
     notes: Iterable[str] = (),
+    groups: dict[str, str] | None = None,
 ) -> Dataset:
     """Check the cases (at least one, unique ids) and write the human report."""
     readings = list(readings)
@@ -93,4 +104,4 @@ def finish(
     if records:
         head += f", {len(records)} patient records"
     lines = [head, *(r if isinstance(r, str) else r.summary() for r in readings), *notes]
-    return Dataset(name, cases, records, labels or {}, "\n".join(lines))
+    return Dataset(name, cases, records, labels or {}, "\n".join(lines), groups or {})

@@ -3,7 +3,10 @@ first hears age, sex, onset and the packet's first `INITIAL_TERMS` observed find
 packet states is hidden, for a patient simulator to reveal when asked (`meta[HIDDEN_HPO_OBSERVED]`,
 `meta[HIDDEN_HPO_EXCLUDED]`: every observed and excluded term). The case's findings are the whole profile
 in words, observed labels and "No …" for the excluded ones, for an LLM patient to hold. Like
-`ddxplus-interactive` for DDXPlus; the gold is the packet's diagnosis, as in `phenopackets`."""
+`ddxplus-interactive` for DDXPlus; the gold is the packet's diagnosis, as in `phenopackets`. Every packet is
+also a past patient (`past_patient`) for the methods that learn from a patient base (`meddx-experience`); the
+runner leaves the cases it samples out of it, and with each its whole cohort (one paper, often one family:
+near copies of the case)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,14 @@ from pathlib import Path
 
 from clinrag.core.models import HIDDEN_HPO_EXCLUDED, HIDDEN_HPO_OBSERVED, HPO_EXCLUDED, HPO_OBSERVED, Case
 from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish, register
-from clinrag.eval.datasets.phenopackets import PhenopacketCase, read_phenopackets, render_text, to_case
+from clinrag.eval.datasets.phenopackets import (
+    SOURCE,
+    PhenopacketCase,
+    read_phenopackets,
+    render_text,
+    to_case,
+)
+from clinrag.patients.record import PatientRecord
 
 INITIAL_TERMS = 3  # observed findings the clinician hears first (as bench_rare's interactive start)
 
@@ -36,12 +46,38 @@ def interactive_case(packet: PhenopacketCase, initial_terms: int = INITIAL_TERMS
     return case.model_copy(update={"question": text, "patient": patient, "meta": {**case.meta, **hidden}})
 
 
+def past_patient(packet: PhenopacketCase) -> PatientRecord:
+    """A published patient as a past patient of a patient base: the whole packet, its words and its terms."""
+    return PatientRecord(
+        id=packet.id,
+        narrative=render_text(packet),
+        codes={HPO_OBSERVED: [t.id for t in packet.observed], HPO_EXCLUDED: [t.id for t in packet.excluded]},
+        metadata={"age": packet.age, "sex": packet.sex or "", "cohort": packet.cohort},
+        source=SOURCE,
+    )
+
+
 def load_phenopackets_interactive(path: Path, cohorts: Collection[str] | None = None) -> Dataset:
+    """The cases, and every packet as a past patient (the runner leaves the sampled cases out of the base)."""
     reading = read_phenopackets(path, cohorts)
-    cases = [interactive_case(packet) for packet in reading]
+    packets = list(reading)
+    cases = [interactive_case(packet) for packet in packets]
     found = len({case.meta["cohort"] for case in cases})
     notes = [f"{found} cohorts", f"the first {INITIAL_TERMS} observed findings shown, the rest hidden"]
-    return finish("phenopackets-interactive", cases, [reading.report], notes=notes)
+    records = [past_patient(packet) for packet in packets]
+    labels = {case.id: [case.gold.answer] for case in cases if case.gold is not None and case.gold.answer}
+    groups = {
+        packet.id: packet.cohort for packet in packets
+    }  # a case's cohort is left out of the base with it
+    return finish(
+        "phenopackets-interactive",
+        cases,
+        [reading.report],
+        records=records,
+        labels=labels,
+        notes=notes,
+        groups=groups,
+    )
 
 
 register(

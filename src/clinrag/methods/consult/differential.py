@@ -119,7 +119,7 @@ class Experience:
         contributions = {}
         for record in records:
             label = (labels.get(record.id) or [None])[0]
-            if label not in index:
+            if label not in index or not record.codes.get(field):  # no finding coded: nothing to count
                 continue
             row = index[label]
             # a coded value ("E_55_@_V_129", pain in the right ear) is its evidence and, when the vocabulary

@@ -20,6 +20,7 @@ expectation under the current weights, the lowest entropy of that distribution."
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -51,6 +52,7 @@ class ExperienceModel:
         mismatch: float = 0.3,
         smoothing: float = 0.03,
         other_sex: float = 0.2,
+        min_patients: int = 1,
     ) -> None:
         for name, value in (("mismatch", mismatch), ("other_sex", other_sex)):
             if not 0 < value <= 1:
@@ -63,7 +65,9 @@ class ExperienceModel:
                 f"experience-driven questioning needs past patients with a label and coded {field!r} findings"
             )
         answers = [EvidenceDecoder.values_by_evidence(r.codes[field]) for r in kept]
-        self.evidences = sorted({name for profile in answers for name in profile})
+        held = Counter(name for profile in answers for name in profile)  # by how many past patients
+        self.evidences = sorted(name for name, count in held.items() if count >= min_patients)
+        answers = [{n: v for n, v in profile.items() if held[n] >= min_patients} for profile in answers]
         self._column = {name: i for i, name in enumerate(self.evidences)}
         # Per evidence: value set → signature id (0 is "absent").
         self._signatures: list[dict[frozenset[str] | None, int]] = [{None: ABSENT} for _ in self.evidences]

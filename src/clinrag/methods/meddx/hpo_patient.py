@@ -17,16 +17,10 @@ from clinrag.core.usage import Usage
 from clinrag.methods.consult.consultant import Consultant
 from clinrag.methods.consult.vocabulary import reachable
 from clinrag.methods.meddx.interviewee import UNKNOWN, Exchange
+from clinrag.methods.meddx.structured_patient import Reply
 from clinrag.terms.hpo import hpo_terms, is_hpo_id
 
 ANSWERS = {True: "Yes.", False: "No.", None: UNKNOWN}
-
-
-@dataclass(frozen=True)
-class HpoReply:
-    term: str
-    present: bool | None  # None: the case does not say
-    text: str
 
 
 @cache
@@ -56,13 +50,21 @@ class HpoPatient:
         self.initial = list(codes.get(HPO_OBSERVED, []))  # what the clinician heard first
         self._has = {above for term in shown for above in reachable(term, parents)}
         self._lacks = {below for term in excluded for below in reachable(term, children)}
-        self.revealed: dict[str, HpoReply] = {}
+        self.revealed: dict[str, Reply] = {}
 
-    def ask(self, term: str) -> HpoReply:
+    def ask(self, term: str) -> Reply:
         present = True if term in self._has else False if term in self._lacks else None
-        reply = HpoReply(term, present, ANSWERS[present])
+        reply = Reply(term, present, frozenset(), ANSWERS[present])
         self.revealed[term] = reply
         return reply
+
+    def opening(self) -> list[Reply]:
+        """What the clinician hears first: the terms shown at first, as answers."""
+        return [self.ask(term) for term in self.initial]
+
+    def question(self, term: str) -> str:
+        known = hpo_terms().get(term)
+        return f"Do you have {known.name.lower() if known else term}?"
 
 
 def terms_named(consultant: Consultant) -> Callable[[str], list[str]]:
@@ -90,8 +92,8 @@ class HpoInterviewee:
         replies = [self.patient.ask(term) for term in self.read(question)]
         said = next((reply for reply in replies if reply.present is not None), None)
         if said is None:
-            return Exchange(question, UNKNOWN, replies[0].term if replies else None)
-        return Exchange(question, said.text, said.term)
+            return Exchange(question, UNKNOWN, replies[0].evidence if replies else None)
+        return Exchange(question, said.text, said.evidence)
 
     def codes(self) -> list[str]:
         """The terms known present so far: those shown first and those revealed."""

@@ -15,11 +15,12 @@ from clinrag.patients.loaders import EvidenceDecoder
 
 @dataclass(frozen=True)
 class Reply:
-    """The patient's answer about one evidence: whether the profile has it, its coded values (empty for a
-    plain "yes"), and the answer as the patient says it."""
+    """The patient's answer about one evidence: whether the profile has it (None: the profile does not say,
+    as a published case says nothing of most findings), its coded values (empty for a plain "yes"), and the
+    answer as the patient says it."""
 
     evidence: str
-    present: bool
+    present: bool | None
     values: frozenset[str]
     text: str
 
@@ -49,6 +50,13 @@ class StructuredPatient:
     def initial(self) -> Reply:
         """What the clinician hears first: the initial evidence (not counted as a question)."""
         return self.ask(self.initial_evidence)
+
+    def opening(self) -> list[Reply]:
+        """What the clinician hears first, as answers."""
+        return [self.initial()]
+
+    def question(self, evidence: str) -> str:
+        return self.catalogue.question(evidence) or evidence
 
     def ask(self, evidence: str) -> Reply:
         """The answer about `evidence` alone, as coded: an evidence absent from the profile is answered "No";
