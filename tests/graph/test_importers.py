@@ -359,6 +359,8 @@ def test_every_importer_registers_its_source_forms() -> None:
     assert set(SOURCE_FORMS) == {
         "ddxplus:PATH",
         "packaged:hpo-diseases",
+        "packaged:omim-diseases",
+        "packaged:orphanet-diseases",
         "packaged:faker-diseases",
         "packaged:faker-diseases-fr",
         "packaged:faker-diseases-zh",
