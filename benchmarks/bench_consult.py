@@ -18,6 +18,9 @@
     its phrase matcher keeps them) against spaCy's SpanRuler adding its patterns again, as its own
     `from_disk` does.
 (vi) The development presentations (presentations_dev*.jsonl) on the packaged knowledge: top-3 hits.
+(vii) Questions that come with their options, on the packaged knowledge: MedQA's "most likely diagnosis"
+    questions (the US test split) and iCraft-MD's vignettes, each option ranked (`option_ranking`): GTPA@1
+    against chance (1 / the options).
 
     python benchmarks/bench_consult.py --data ../shared/data --limit 200 --seed 0
 """
@@ -38,6 +41,7 @@ import httpx
 
 from clinrag.core.settings import Settings
 from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
+from clinrag.eval.datasets import load_dataset
 from clinrag.eval.runner import EvalRunner, RunRequest
 
 README_EXAMPLE = (
@@ -50,6 +54,29 @@ FINDINGS_DEV = CONSULT_DATA / "findings_dev.jsonl"
 DEV_PRESENTATIONS = (CONSULT_DATA / "presentations_dev.jsonl", CONSULT_DATA / "presentations_dev2.jsonl")
 API_REQUESTS = 20
 WARM_RUNS = 5  # the warm run's figure is their median (one run on 2 shared cores varies by ±0.2 s)
+
+
+def options_cases(dataset: str, data: Path, out: Path, diagnosis_only: bool) -> tuple[Path, float]:
+    """A dataset's questions with options as `text-cases` (the correct option's text is the diagnosis), and
+    the chance of a random pick; with `diagnosis_only`, the "most likely diagnosis" questions alone."""
+    cases = [
+        case
+        for case in load_dataset(dataset, data_dir=data).cases
+        if case.options and (not diagnosis_only or "most likely diagnosis" in case.question.lower())
+    ]
+    lines = []
+    for case in cases:
+        assert case.gold is not None and case.gold.answer is not None
+        answer = case.options.get(case.gold.answer, case.gold.answer)  # a letter's option, or the text
+        record = {
+            "id": case.id,
+            "text": case.question,
+            "diagnosis": answer,
+            "options": list(case.options.values()),
+        }
+        lines.append(json.dumps(record))
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out, sum(1 / len(case.options) for case in cases) / len(cases)
 
 
 def evaluate(settings: Settings, out: Path, **request) -> dict[str, float]:
@@ -246,6 +273,13 @@ def main() -> None:
             )
             for k, path in enumerate(DEV_PRESENTATIONS)
         ]
+        with_options = {}
+        for name, dataset, diagnosis_only in (("medqa", "medqa", True), ("icraft", "icraft-md", False)):
+            path, chance = options_cases(dataset, args.data, scratch_dir / f"{name}.jsonl", diagnosis_only)
+            scores = evaluate(
+                settings, scratch_dir / name, dataset="text-cases", method="consult", data_path=path
+            )
+            with_options[name] = (sum(1 for _ in path.open()), scores["gtpa@1"], chance)
         home = scratch_dir / "fresh-home"
         first_s, first_mb = timed_consult(home)
         warm = [timed_consult(home) for _ in range(WARM_RUNS)]
@@ -271,6 +305,11 @@ def main() -> None:
                 "presentations_top1": round(common["gtpa@1"], 4),
                 "presentations_top3": round(common["gtpa@3"], 4),
                 "dev_presentations_top3": [round(d["gtpa@3"], 4) for d in dev],
+                **{
+                    f"{name}_with_options_{key}": round(value, 4)
+                    for name, (cases, gtpa, chance) in with_options.items()
+                    for key, value in (("cases", cases), ("gtpa@1", gtpa), ("chance", chance))
+                },
                 "findings_dev_precision": round(precision, 3),
                 "findings_dev_recall": round(recall, 3),
                 "first_run_s": round(first_s, 1),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,6 +27,7 @@ from clinrag.methods.consult.findings import (
     Findings,
     FindingStatus,
 )
+from clinrag.methods.consult.option_ranking import OptionNames, RankedOption
 from clinrag.methods.consult.questions import CANDIDATE_DISEASES, Question, next_questions, questions_about
 from clinrag.methods.consult.report import (
     ConsultationReport,
@@ -160,6 +162,19 @@ class Consultant:
                 "onset_classes": list(dict.fromkeys([*findings.onset_classes, *onsets])),
             }
         )
+
+    @cached_property
+    def option_names(self) -> OptionNames:
+        """The knowledge's disease names, for the options of a case that has them."""
+        return OptionNames(self.differential.model.diseases)
+
+    def ranked_options(
+        self, state: ConsultState, options: dict[str, str], case: str = ""
+    ) -> list[RankedOption]:
+        """Every option of case `case`, ranked by the differential (uninformative where it names no disease
+        of the knowledge, or when nothing the patient has was understood)."""
+        known = any(state.known().values())
+        return self.option_names.rank(options, self.posterior(state) if known else None, case)
 
     def posterior(self, state: ConsultState) -> np.ndarray:
         """P(d | what is known of the patient) for every disease of the model."""

@@ -31,7 +31,6 @@ from clinrag.methods.consult.differential import Differential, Experience, Likel
 from clinrag.methods.consult.meaning import NEGATION_MARGIN, SEMANTIC_THRESHOLD
 from clinrag.methods.consult.questions import CANDIDATE_DISEASES
 from clinrag.methods.consult.report import ConsultationReport, Unsupported
-from clinrag.methods.options import option_key
 from clinrag.methods.registry import register
 from clinrag.methods.resources import DataPath, DatasetPath, GraphSources
 
@@ -195,22 +194,32 @@ class ConsultMethod(Method):
             report, evidence = consultant.report(state)
             report = rendered(report, case.language, {item.id: item.text for item in evidence})
             step.output = {"abstained": report.abstained, "reason": report.abstention_reason}
+        if case.options:
+            with answer.trace.step("consult.options", options=len(case.options)) as step:
+                ranked = consultant.ranked_options(state, case.options, case.id)
+                step.output = {
+                    "options": [[o.text, round(o.probability, 4), o.how, o.diseases] for o in ranked]
+                }
+            answer.result = StructuredResult(
+                choice=ranked[0].key,
+                ddx=[RankedDiagnosis(name=o.text, probability=o.probability) for o in ranked],
+            )
         return answer, report, evidence
 
 
 def _finished(answer: Answer, report: ConsultationReport, evidence: list[Evidence], case: Case) -> Answer:
-    """`answer` with the report's sentences, its evidence and the ranked diagnoses (among the case's options,
-    when it has them)."""
+    """`answer` with the report's sentences, its evidence and the ranked diagnoses (a case with options has
+    its options ranked already, every one of them, even when nothing was understood)."""
     answer.evidence = evidence
     answer.details = report.model_dump(mode="json")
     answer.text = render(report.sentences)
-    ranked = [
-        d for d in report.differential if not case.options or option_key(d.name, case.options) in case.options
-    ]
-    if ranked:
-        ddx = [RankedDiagnosis(name=d.name, probability=d.probability, code=d.icd10 or d.key) for d in ranked]
-        answer.result = StructuredResult(choice=option_key(ddx[0].name, case.options), ddx=ddx)
-    if report.abstained:
+    if not case.options and report.differential:
+        ddx = [
+            RankedDiagnosis(name=d.name, probability=d.probability, code=d.icd10 or d.key)
+            for d in report.differential
+        ]
+        answer.result = StructuredResult(choice=ddx[0].name, ddx=ddx)
+    if report.abstained and not case.options:
         answer.error = f"abstained: {report.abstention_reason}"
     return answer
 
