@@ -35,6 +35,10 @@ def test_readme_example_answer(home) -> None:
     assert printed.returncode == 0, printed.stderr
     for part in ("findings", "pleuritic chest pain", "differential", "Pneumonia", "Answer", "see a doctor"):
         assert part in printed.stdout
+    # a reader gets numbered references with their sources; the raw ids stay in --json
+    text, references = printed.stdout.split("Answer", 1)[1].split("References", 1)
+    assert "[1" in text and "graph:" not in text and "finding:" not in text
+    assert "[1] fever: present" in references and "faker-healthcare-provider" in references
 
 
 def test_interactive_session_through_stdin(home) -> None:

@@ -123,7 +123,7 @@ def consult(
     if as_json:
         out.print_json(answer.model_dump_json())
         return
-    _print_answer(answer)
+    _print_answer(answer, language)
 
 
 def _interview(method, case: Case, max_questions: int, confidence: float) -> Answer:
@@ -170,7 +170,10 @@ def _print_differential(differential) -> None:
     out.print(table)
 
 
-def _print_answer(answer: Answer) -> None:
+def _print_answer(answer: Answer, language: str = "en") -> None:
+    from clinrag.methods.consult.compose import numbered, reference, templates
+    from clinrag.methods.consult.report import Sentence
+
     details = answer.details
     if answer.error:
         out.print(f"[bold yellow]{answer.error}[/]", soft_wrap=True)
@@ -194,7 +197,15 @@ def _print_answer(answer: Answer) -> None:
     for question in details.get("questions", []):
         out.print(f"- {question['text']}", markup=False, highlight=False)
     out.print("[bold]Answer[/]")
-    out.print(answer.text, soft_wrap=True, highlight=False, markup=False)
+    # numbered references for a reader; the evidence ids stay in --json and the API
+    text, cited = numbered([Sentence.model_validate(sentence) for sentence in details.get("sentences", [])])
+    out.print(text, soft_wrap=True, highlight=False, markup=False)
+    if cited:
+        by_id = {item.id: item for item in answer.evidence}
+        out.print(f"[bold]{templates(language)['references']}[/]")
+        for number, item_id in enumerate(cited, 1):
+            line = reference(by_id[item_id], language) if item_id in by_id else item_id  # type: ignore[arg-type]
+            out.print(f"[{number}] {line}", soft_wrap=True, highlight=False, markup=False)
     for sentence in details.get("sentences", []):
         if sentence.get("unsupported"):
             reasons = "; ".join(sentence["unsupported"])

@@ -75,10 +75,14 @@ def test_consultation_page_shows_the_reasoning_and_redraws_after_an_answer(
     assert page.locator(".step-drug li").count() >= 1 and "only a doctor decides" in page.inner_text(
         ".framing"
     )
-    cite = page.locator(".sentence .cite").first
-    assert not cite.evaluate("d => d.open")
-    cite.locator("summary").click()
-    assert cite.evaluate("d => d.open") and cite.locator(".cite-text").inner_text().strip()
+    # numbered references: [n] in the text, the list below with each reference's words and source
+    first_ref = page.locator(".sentence .refs a").first
+    assert first_ref.inner_text() == "1" and first_ref.get_attribute("href") == "#ref-1"
+    first_ref.click()
+    listed = page.locator(".references #ref-1")
+    assert "fever" in listed.inner_text() and "what you said" in listed.inner_text()
+    graph_fact = page.locator(".references .evidence-graph_fact").first.inner_text()
+    assert "faker-healthcare-provider" in graph_fact and "graph:" in graph_fact  # its source, and the raw id
     page.screenshot(path=str(artifacts_dir / "consultation.png"), full_page=True)
 
     first = page.locator("form.question").first

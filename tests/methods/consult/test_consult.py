@@ -16,9 +16,10 @@ from clinrag.eval.datasets import load_dataset
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
 from clinrag.knowledge.tagging import EmbeddingTagger
 from clinrag.methods.base import MethodContext
-from clinrag.methods.consult.compose import rendered
+from clinrag.methods.consult.compose import numbered, reference, rendered
 from clinrag.methods.consult.diseases import sex_of
 from clinrag.methods.consult.method import ConsultConfig, ConsultMethod, build_consultant
+from clinrag.methods.consult.report import Sentence
 
 README_EXAMPLE = (
     "I am 45 and have had a fever, a productive cough and pain on the right side of my chest when I breathe "
@@ -238,3 +239,20 @@ def test_the_report_is_data_and_compose_alone_puts_it_into_words(packaged) -> No
     assert [q.text for q in english.questions] == [f"Do you have {q.finding}?" for q in report.questions]
     assert [q.text for q in french.questions] == [f"Avez-vous : {q.finding} ?" for q in report.questions]
     assert french.sentences[0].text.startswith("Vous signalez") and report.sentences == []
+
+
+def test_a_reader_gets_numbered_references_with_their_sources(packaged) -> None:
+    answer = ask(packaged, README_EXAMPLE)
+    sentences = [Sentence.model_validate(s) for s in answer.details["sentences"]]
+    text, cited = numbered(sentences)
+    # every id cited, numbered where first cited, each once
+    first_cited = list(dict.fromkeys(item for s in sentences for item in s.evidence))
+    assert cited == first_cited
+    assert text.startswith(sentences[0].text + " [1–") and "graph:" not in text and "finding:" not in text
+    by_id = {item.id: item for item in answer.evidence}
+    said = reference(by_id[cited[0]])
+    assert said.endswith("— what you said") and "fever" in said
+    fact = next(by_id[i] for i in cited if i.startswith("graph:Pneumonia|HAS_SYMPTOM"))
+    assert reference(fact) == f"{fact.text} — {fact.provenance['title']}"
+    assert "faker-healthcare-provider" in fact.provenance["title"]
+    assert reference(by_id[cited[0]], "fr").endswith("— ce que vous avez dit")

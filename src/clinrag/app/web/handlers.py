@@ -151,6 +151,7 @@ async def consult_view(
         text=answer.text,
         evidence=answer.evidence,
         answered=[ConsultExchange(concept=c, answer=REPLIES[status]) for c, status in session.state.answered],
+        language=session.case.language,
     )
 
 

@@ -104,6 +104,7 @@ class ConsultSessionOut(BaseModel):
     text: str = Field(description="The composed answer; each sentence cites its evidence ids.")
     evidence: list[Evidence] = Field(description="Every evidence item the report cites.")
     answered: list[ConsultExchange] = Field(description="The answers given to questions, in order.")
+    language: Language = Field(default="en", description="The language the consultation is in.")
 
 
 class DdxStart(BaseModel):

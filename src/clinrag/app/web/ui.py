@@ -33,6 +33,7 @@ from clinrag.app.web.schemas import (
 )
 from clinrag.app.web.security import TOKEN_COOKIE, Unauthorized, token_matches
 from clinrag.core.errors import ClinragError, validation_problems
+from clinrag.methods.consult.compose import numbered, reference
 from clinrag.methods.consult.report import NextStep
 
 HERE = Path(__file__).parent
@@ -88,7 +89,20 @@ def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
     def consultation(request: Request, view: ConsultSessionOut) -> HTMLResponse:
         evidence = {item.id: item for item in view.evidence}
         steps = step_groups(view.report.next_steps)
-        return page(request, "consultation.html", view=view, evidence=evidence, steps=steps)
+        references = numbered_references(view)
+
+        def numbers_of(ids: list[str]) -> list[int]:
+            return sorted({references[item][0] for item in ids if item in references})
+
+        return page(
+            request,
+            "consultation.html",
+            view=view,
+            evidence=evidence,
+            steps=steps,
+            references=references,
+            numbers_of=numbers_of,
+        )
 
     @app.post("/ui/token", include_in_schema=False, response_model=None)
     async def enter_token(request: Request) -> Response:
@@ -196,6 +210,19 @@ def mount_ui(app: FastAPI, authorized: Callable[[Request], None]) -> None:
         except ClinragError as exc:
             return page(request, "error.html", message=_message(exc), status=_status(exc))
         return page(request, "ddx_session.html", view=session_view(service, session_id, session))
+
+
+def numbered_references(view: ConsultSessionOut) -> dict[str, tuple[int, str]]:
+    """Evidence id → (its number, the reference in words): numbered where the answer's sentences first cite
+    it, then the questions' citations; the page shows [n] and the list, the ids stay in the API."""
+    _, cited = numbered(view.report.sentences)
+    for question in view.report.questions:
+        cited += [item for item in question.evidence if item not in cited]
+    by_id = {item.id: item for item in view.evidence}
+    return {
+        item: (number, reference(by_id[item], view.language) if item in by_id else item)
+        for number, item in enumerate(cited, 1)
+    }
 
 
 def step_groups(steps: list[NextStep]) -> list[tuple[str, str, list[tuple[str, list[str]]]]]:

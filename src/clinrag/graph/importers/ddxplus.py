@@ -119,7 +119,13 @@ register(
     GraphSource(
         f"{NAME}:{PATH}",
         lambda path, limit: read_ddxplus(path, limit=limit),
-        SourceTraits(lay=True, askable=True, frequencies=True, severity=True),
+        SourceTraits(
+            lay=True,
+            askable=True,
+            frequencies=True,
+            severity=True,
+            title="the DDXPlus condition table (Fansi Tchango et al., NeurIPS 2022; CC-BY 4.0)",
+        ),
         findings=ddxplus_findings,
     )
 )

@@ -99,7 +99,12 @@ for _language in LANGUAGES:
             lambda _, limit, language=_language: read_faker_diseases(language, limit=limit),
             # a plain symptom list, each disease's cardinal symptom first (angina: chest pain; gout: joint
             # pain; croup: barking cough)
-            SourceTraits(lay=True, askable=True, salience_ordered=True),
+            SourceTraits(
+                lay=True,
+                askable=True,
+                salience_ordered=True,
+                title="the disease table of the faker-healthcare-provider package (made for test data)",
+            ),
             names_in=faker_names_in if _language == "en" else None,
         )
     )

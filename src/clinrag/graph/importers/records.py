@@ -32,6 +32,7 @@ class SourceTraits:
     salience_ordered: bool = False  # it lists a disease's findings most characteristic first
     frequencies: bool = False  # it says how often a finding occurs with a disease
     severity: bool = False  # it rates how severe a disease is
+    title: str = ""  # how a reference names it for a reader ("Human Phenotype Ontology annotations …")
 
 
 @dataclass(frozen=True)

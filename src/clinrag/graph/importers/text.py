@@ -235,5 +235,10 @@ def read_text_source(path: str, limit: int | None, context: SourceContext) -> So
 
 # triples a model read from text: named as the text names them, with no frequencies
 register(
-    GraphSource(f"{NAME}:{PATH}", read_text_source, SourceTraits(lay=True, askable=True), needs_context=True)
+    GraphSource(
+        f"{NAME}:{PATH}",
+        read_text_source,
+        SourceTraits(lay=True, askable=True, title="triples the chat model extracted from your texts"),
+        needs_context=True,
+    )
 )

@@ -9,7 +9,7 @@ import json
 from functools import cache
 
 from clinrag.core.errors import DataFormatError
-from clinrag.core.models import Language
+from clinrag.core.models import Evidence, Language
 from clinrag.methods.consult.report import ConsultationReport, DiagnosisOut, FindingOut, NextStep, Sentence
 from clinrag.methods.consult.rules import RESOURCES, UnsupportedLanguageError
 from clinrag.methods.consult.statements import quote
@@ -131,6 +131,39 @@ def _statements(diagnosis: DiagnosisOut, texts: dict[str, str], t: dict[str, str
         )
         for item in diagnosis.statements
     ]
+
+
+def numbered(sentences: list[Sentence]) -> tuple[str, list[str]]:
+    """The answer for a reader: each sentence followed by the numbers of the references it cites ("[1–3, 8]"),
+    and the evidence ids cited, in the order of their numbers (numbered where first cited)."""
+    numbers: dict[str, int] = {}
+    parts = []
+    for sentence in sentences:
+        cited = sorted({numbers.setdefault(item, len(numbers) + 1) for item in sentence.evidence})
+        parts.append(f"{sentence.text} [{_spans(cited)}]" if cited else sentence.text)
+    return " ".join(parts), list(numbers)
+
+
+def _spans(numbers: list[int]) -> str:
+    """Ascending numbers as runs: [1, 2, 3, 8] → "1–3, 8"."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(f"{run[0]}–{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+
+
+def reference(item: Evidence, language: Language = "en") -> str:
+    """One reference, in words: what the evidence says, and where it comes from — the knowledge source's
+    title (`SourceTraits.title`), the patient's own words, or else the evidence's source as recorded."""
+    t = templates(language)
+    if item.source == "patient":
+        where = t["reference_patient"]
+    else:
+        where = t["reference_source"].format(source=item.provenance.get("title") or item.source)
+    return f"{item.text} — {where}"
 
 
 def render(sentences: list[Sentence]) -> str:

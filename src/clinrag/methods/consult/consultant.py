@@ -374,12 +374,16 @@ class Consultant:
                 ]
         return steps
 
-    @staticmethod
-    def _fact(disease: Disease, relation: Relation, target: str, evidence: dict[str, Evidence]) -> str:
+    def _fact(self, disease: Disease, relation: Relation, target: str, evidence: dict[str, Evidence]) -> str:
+        """The graph fact `(disease)-[relation]->(target)` as evidence; its provenance names the source for a
+        reader (`SourceTraits.title`)."""
         fact_id = disease.fact_id(relation, target)
         if fact_id not in evidence:
             text = f"{disease.name} {relation.lower().replace('_', ' ')} {target}"
             provenance = {"head": disease.name, "relation": str(relation), "tail": target, "key": disease.key}
+            traits = self.differential.model.traits.get(disease.source)
+            if traits is not None and traits.title:
+                provenance["title"] = traits.title
             if relation is Relation.HAS_SYMPTOM and target in disease.symptoms:
                 place = disease.symptoms.index(target)
                 share = disease.frequencies[place]
