@@ -21,6 +21,9 @@
 (vii) Questions that come with their options, on the packaged knowledge: MedQA's "most likely diagnosis"
     questions (the US test split) and iCraft-MD's vignettes, each option ranked (`option_ranking`): GTPA@1
     against chance (1 / the options).
+(viii) The lay development presentations of the 49 DDXPlus conditions (ddxplus_lay_dev.jsonl beside the
+    others, written in patients' and parents' words by a helper session that never saw the engine):
+    GTPA@1/3/10 on the packaged default knowledge and on the DDXPlus table with its patients as experience.
 
     python benchmarks/bench_consult.py --data ../shared/data --limit 200 --seed 0
 """
@@ -52,6 +55,7 @@ CONSULT_DATA = Path(__file__).parents[1] / "tests" / "data" / "consult"
 PRESENTATIONS = CONSULT_DATA / "common_presentations.jsonl"
 FINDINGS_DEV = CONSULT_DATA / "findings_dev.jsonl"
 DEV_PRESENTATIONS = (CONSULT_DATA / "presentations_dev.jsonl", CONSULT_DATA / "presentations_dev2.jsonl")
+LAY_DDXPLUS_DEV = CONSULT_DATA / "ddxplus_lay_dev.jsonl"
 API_REQUESTS = 20
 WARM_RUNS = 5  # the warm run's figure is their median (one run on 2 shared cores varies by ±0.2 s)
 
@@ -273,6 +277,20 @@ def main() -> None:
             )
             for k, path in enumerate(DEV_PRESENTATIONS)
         ]
+        lay = {
+            name: evaluate(
+                settings,
+                scratch_dir / f"lay-{name}",
+                dataset="text-cases",
+                method="consult",
+                data_path=LAY_DDXPLUS_DEV,
+                params=params,
+            )
+            for name, params in (
+                ("default", {}),
+                ("ddxplus", {"sources": f"ddxplus:{ddxplus}", "patients": f"ddxplus:{ddxplus}"}),
+            )
+        }
         with_options = {}
         for name, dataset, diagnosis_only in (("medqa", "medqa", True), ("icraft", "icraft-md", False)):
             path, chance = options_cases(dataset, args.data, scratch_dir / f"{name}.jsonl", diagnosis_only)
@@ -305,6 +323,11 @@ def main() -> None:
                 "presentations_top1": round(common["gtpa@1"], 4),
                 "presentations_top3": round(common["gtpa@3"], 4),
                 "dev_presentations_top3": [round(d["gtpa@3"], 4) for d in dev],
+                **{
+                    f"ddxplus_lay_dev_{name}_gtpa@{k}": round(scores[f"gtpa@{k}"], 4)
+                    for name, scores in lay.items()
+                    for k in (1, 3, 10)
+                },
                 **{
                     f"{name}_with_options_{key}": round(value, 4)
                     for name, (cases, gtpa, chance) in with_options.items()
