@@ -172,3 +172,15 @@ def test_an_onset_age_takes_the_narrowest_class_holding_it(years: float, term: s
 def test_onset_ages_span_every_class_given_and_ignore_other_terms() -> None:
     assert onset_ages(["HP:0003593", "HP:0011463", "HP:0001250"]) == (28 / 365.25, 5.0)
     assert onset_ages(["HP:0001250"]) is None
+
+
+def test_layperson_synonyms_are_read_with_their_type() -> None:
+    terms = hpo_terms()
+    assert terms["HP:0033050"].layperson == ("Sore throat", "Throat discomfort", "Throat pain")
+    assert (
+        "Pharyngodynia" in terms["HP:0033050"].synonyms
+        and "Pharyngodynia" not in terms["HP:0033050"].layperson
+    )
+    assert terms["HP:0010307"].layperson == ()  # Stridor: its "Noisy breathing" is BROAD, not EXACT
+    lines = (DATA / "hp.obo").read_text(encoding="utf-8").count(" EXACT layperson ")
+    assert sum(len(term.layperson) for term in terms.values()) == lines

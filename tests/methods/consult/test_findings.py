@@ -14,6 +14,7 @@ from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 from clinrag.core.errors import InvalidInputError
 from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
 from clinrag.graph.importers.ddxplus_findings import first_person, question_phrases
+from clinrag.methods.consult.consultant import asked_name, display_name
 from clinrag.methods.consult.findings import FindingExtractor, Findings
 from clinrag.methods.consult.vocabulary import Vocabulary
 
@@ -167,6 +168,16 @@ def test_hpo_vocabulary_is_the_phenotype_subtree() -> None:
     assert hpo.lookup("Pleuritic chest pain").id == "hpo:HP:0033771"
     assert hpo.lookup("Autosomal dominant inheritance") is None  # outside "Phenotypic abnormality"
     assert hpo.lookup("  FEVER!! ") is fever  # case, punctuation and whitespace folded
+
+
+def test_a_question_names_a_finding_as_laypeople_do() -> None:
+    hpo = Vocabulary.from_hpo()
+    sore_throat = hpo.lookup("Pharyngalgia")
+    assert sore_throat.layperson == "Sore throat"  # hp.obo: synonym "Sore throat" EXACT layperson
+    assert asked_name(sore_throat) == "sore throat" and display_name(sore_throat) == "pharyngalgia"
+    assert hpo.lookup("Fever").layperson is None  # its first layperson name is its name
+    assert hpo.lookup("Stridor").layperson is None  # "Noisy breathing" is a BROAD layperson synonym
+    assert asked_name(hpo.lookup("Stridor")) == "stridor"
 
 
 def test_ddxplus_vocabulary_names_concepts_by_question(ddxplus: Vocabulary) -> None:

@@ -348,7 +348,7 @@ class Consultant:
             chosen.append(
                 QuestionOut(
                     concept=question.concept,
-                    finding=display_name(concept),
+                    finding=asked_name(concept),
                     asked=concept.question,
                     gain=round(question.gain, 4),
                     evidence=cited,
@@ -402,6 +402,13 @@ class Consultant:
                 provenance=provenance,
             )
         return fact_id
+
+
+def asked_name(concept: Concept) -> str:
+    """The finding as a question names it for a patient: the disease table's lay name, else the name its
+    source gives laypeople (HPO's "Sore throat" for Pharyngalgia), else its display name."""
+    lay = concept.plain or concept.layperson
+    return plain(lay) if lay else display_name(concept)
 
 
 def display_name(concept: Concept) -> str:

@@ -40,6 +40,7 @@ class Concept:
     question: str | None = None  # the question a source asks about it
     site: tuple[str, str] | None = None  # a finding at one body site: (site word, kind)
     codes: tuple[str, ...] = ()  # the codes patients' records give it
+    layperson: str | None = None  # how laypeople name it, where its source says (HPO's layperson synonyms)
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -113,6 +114,7 @@ class Vocabulary:
                 question=current.question or concept.question,
                 site=current.site or concept.site,
                 codes=(*current.codes, *concept.codes),
+                layperson=current.layperson or concept.layperson,
             )
         # a parent named by an id that is now another concept's alias is that concept
         owner = {alias: concept.id for concept in merged.values() for alias in concept.ids}
@@ -128,7 +130,14 @@ class Vocabulary:
         named so: the same ids and traits, for reading text in that language."""
         return Vocabulary(
             [
-                replace(c, name=names[c.id][0], synonyms=tuple(names[c.id][1:]), plain=None, question=None)
+                replace(
+                    c,
+                    name=names[c.id][0],
+                    synonyms=tuple(names[c.id][1:]),
+                    plain=None,
+                    question=None,
+                    layperson=None,
+                )
                 for c in self.concepts
                 if names.get(c.id)
             ]
@@ -212,8 +221,19 @@ class Vocabulary:
                 continue
             synonyms = usable_surfaces(term.synonyms, exclude=term.name)
             parents = tuple(f"hpo:{p}" for p in term.parents if p != PHENOTYPIC_ABNORMALITY)
+            # the first layperson synonym is the lay name, unless it is the name itself ("Fever", "Fatigue")
+            lay = term.layperson[0] if term.layperson else None
+            layperson = lay if lay is not None and normalize(lay) != normalize(term.name) else None
             concepts.append(
-                Concept(f"hpo:{term_id}", term.name, synonyms, HPO_SOURCE, parents=parents, codes=(term_id,))
+                Concept(
+                    f"hpo:{term_id}",
+                    term.name,
+                    synonyms,
+                    HPO_SOURCE,
+                    parents=parents,
+                    codes=(term_id,),
+                    layperson=layperson,
+                )
             )
         return cls(concepts)
 
