@@ -256,3 +256,21 @@ def test_a_reader_gets_numbered_references_with_their_sources(packaged) -> None:
     assert reference(fact) == f"{fact.text} — {fact.provenance['title']}"
     assert "faker-healthcare-provider" in fact.provenance["title"]
     assert reference(by_id[cited[0]], "fr").endswith("— ce que vous avez dit")
+
+
+def test_questions_are_put_to_whom_the_account_is_about(packaged) -> None:
+    child = ask(packaged, "My 3-year-old has had a barking cough since last night and a fever.")
+    assert child.details["subject"] == "child" and child.details["questions"]
+    assert all(q["text"].startswith("Does your child have ") for q in child.details["questions"])
+    father = ask(packaged, "My father has had a fever and a cough for two days.")
+    assert father.details["subject"] == "other"
+    assert all(
+        q["text"].startswith("Does the person you describe have ") for q in father.details["questions"]
+    )
+    # the writer speaks of themselves first: someone they mention later is not whom it is about
+    mine = ask(packaged, "I have had a fever and a cough for two days; my son had the same last week.")
+    assert mine.details["subject"] is None
+    assert all(q["text"].startswith("Do you have ") for q in mine.details["questions"])
+    french = packaged.answer(Case(id="fr", language="fr", question="Mon fils a de la fièvre et il tousse."))
+    assert french.details["subject"] == "child"
+    assert all(q["text"].startswith("Votre enfant a-t-il") for q in french.details["questions"])

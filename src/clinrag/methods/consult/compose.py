@@ -37,9 +37,12 @@ def rendered(report: ConsultationReport, language: Language, texts: dict[str, st
     report = report.model_copy(deep=True)
     report.duration = duration_text(report.duration_days, report.duration_written, t)
     report.experience = t["experience"].format(n=report.patients) if report.patients else t["no_experience"]
+    # a question is put to whom the account is about: "Do you have …", "Does your child have …"
+    ask = t[{"child": "question_child", "other": "question_other"}.get(report.subject or "", "question")]
     for question in report.questions:
-        asked = question.asked if question.asked is not None and language == "en" else None
-        question.text = asked or t["question"].format(finding=question.finding)
+        own = language == "en" and report.subject is None  # the knowledge's own wording asks "you"
+        asked = question.asked if question.asked is not None and own else None
+        question.text = asked or ask.format(finding=question.finding)
     report.sentences = compose(report, language, texts)
     return report
 

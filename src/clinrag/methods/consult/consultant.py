@@ -205,6 +205,7 @@ class Consultant:
             duration_written=extracted.duration.text if extracted.duration else None,
             onset=extracted.onset.text if extracted.onset else None,
             onset_class=", ".join(ONSET_CLASSES[code].label for code in extracted.onset_classes) or None,
+            subject=extracted.subject,
             not_understood=list(extracted.not_understood),
             patients=self.patients(),
         )

@@ -1,4 +1,5 @@
-"""The patient's age and sex, and the complaint's duration and onset, read by a language's patterns
+"""The patient's age and sex, the complaint's duration and onset, and whom the account is about (the one
+writing, or a child or another person they describe), read by a language's patterns
 (`resources/<language>/patterns.json`, `tables.json`): the pipeline's last pipe."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from clinrag.methods.consult.rules import LanguageRules
 
 Sex = Literal["female", "male"]
 Onset = Literal["sudden", "gradual"]
+Subject = Literal["child", "other"]  # whom an account is about when it is not the one writing
 MAX_AGE = 120
 
 
@@ -35,7 +37,20 @@ class Demographics:
         doc._.sex = self.sex(text)
         doc._.duration = self.duration(text)
         doc._.onset = self.onset(text)
+        doc._.subject = self.subject(doc)
         return doc
+
+    def subject(self, doc: Doc) -> Subject | None:
+        """A child or another person the writer describes ("My 3-year-old has …", "My father …"): one the
+        first sentence introduces before the writer speaks of themselves ("I …"); None when the writer is
+        the patient ("I have a sore throat; my son had it last week")."""
+        first = next(iter(doc.sents), doc[:]).text if doc.has_annotation("SENT_START") else doc.text
+        writer = self.rules.pattern("self_told").search(first)
+        for subject in ("child", "other"):
+            found = self.rules.pattern(f"{subject}_told").search(first)
+            if found and (writer is None or found.start() < writer.start()):
+                return subject  # type: ignore[return-value]
+        return None
 
     def age(self, text: str) -> int | None:
         for pattern in self.rules.patterns["age"]:

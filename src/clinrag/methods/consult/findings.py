@@ -19,7 +19,7 @@ from spacy.tokens import Doc, Span
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.embed.base import Embedder
-from clinrag.methods.consult.demographics import Duration, OnsetPhrase, Sex
+from clinrag.methods.consult.demographics import Duration, OnsetPhrase, Sex, Subject
 from clinrag.methods.consult.meaning import NEGATION_MARGIN, SEMANTIC_THRESHOLD, Meant
 from clinrag.methods.consult.pipeline import build_pipeline
 from clinrag.methods.consult.rules import LanguageRules, load_rules
@@ -55,6 +55,7 @@ class Findings(BaseModel):
     duration: Duration | None = None
     onset: OnsetPhrase | None = None
     onset_classes: list[str] = Field(default_factory=list)  # HPO onset classes given as codes ("HP:0003593")
+    subject: Subject | None = None  # whom the account is about, when not the one writing
     not_understood: list[str] = Field(default_factory=list)
 
     def with_status(self, status: FindingStatus) -> list[Finding]:
@@ -119,6 +120,7 @@ class FindingExtractor:
             sex=doc._.sex,
             duration=doc._.duration,
             onset=doc._.onset,
+            subject=doc._.subject,
             not_understood=self._not_understood(text, covered),
         )
 

@@ -69,6 +69,7 @@ class ConsultationReport(BaseModel):
     duration: str | None = None  # how long, in the consultation's language (`compose.rendered`)
     onset: str | None = None
     onset_class: str | None = None  # the age the illness began at, as an HPO onset class ("Infantile onset")
+    subject: Literal["child", "other"] | None = None  # whom the account is about, when not the one writing
     not_understood: list[str] = Field(default_factory=list)
     differential: list[DiagnosisOut] = Field(default_factory=list)
     questions: list[QuestionOut] = Field(default_factory=list)
