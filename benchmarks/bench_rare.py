@@ -49,6 +49,12 @@ QUESTIONS = 10
 INTERACTIVE_CASES = 100
 
 
+def cohort_halves(folder: Path) -> tuple[list[str], list[str]]:
+    """(tune, report): the store's cohorts split by a hash of their names, the same split for every script
+    that tunes (`tune_rare`) or reports."""
+    return split_cohorts(cohort_names(folder), TUNE_SHARE, seed=0)
+
+
 def rank(ddx: Sequence[RankedDiagnosis], case: Case) -> int:
     assert case.gold is not None
     return gold_rank(ddx, case.gold.answer or "", AnswerSpace({}), also=case.gold.answers)
@@ -102,7 +108,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     folder = args.data / "phenopackets"
-    tune, report = split_cohorts(cohort_names(folder), TUNE_SHARE, seed=0)
+    tune, report = cohort_halves(folder)
     dataset = load_phenopackets(folder, report)
     cases = random.Random(args.seed).sample(dataset.cases, min(args.cases, len(dataset.cases)))
     annotated = {d.id for d in hpo_diseases("OMIM")} | {d.id for d in hpo_diseases("ORPHA")}

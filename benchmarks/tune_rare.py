@@ -1,7 +1,7 @@
 """Choose the differential's settings for annotated spectra (HPO's rare diseases) by cross-validation over the
 development cohorts of the phenopacket-store, and say how well the choice generalises. Prints one JSON line.
 
-The cohorts are split as `bench_rare` splits them (`split_cohorts`, seed 0): only the "tune" half is read
+The cohorts are split as `bench_rare` splits them (`bench_rare.cohort_halves`): only the "tune" half is read
 here; `bench_rare` reports on the other half. The tune half's cohorts are dealt into `--folds` folds by a hash
 of their names (a cohort's patients share a gene and a paper, so a fold never splits one). Every setting of
 the grid ranks every sampled case once, from its HPO codes (observed and excluded terms, sex); then, for each
@@ -30,16 +30,16 @@ from pathlib import Path
 
 import numpy as np
 
-from clinrag.core.models import HPO_EXCLUDED, HPO_OBSERVED, HPO_ONSET, Case
+from bench_rare import cohort_halves
+from clinrag.core.models import Case
 from clinrag.core.settings import Settings
-from clinrag.eval.datasets.phenopackets import cohort_names, load_phenopackets, split_cohorts
+from clinrag.eval.datasets.phenopackets import load_phenopackets
 from clinrag.methods.base import MethodContext
 from clinrag.methods.consult.consultant import Consultant
 from clinrag.methods.consult.differential import Differential
-from clinrag.methods.consult.method import ConsultConfig, build
+from clinrag.methods.consult.method import ConsultConfig, build, read_case
 from clinrag.terms.hpo import onset_ages
 
-TUNE_SHARE = 0.5  # as bench_rare
 GRID = {
     "unstated_share": [0.2, 0.3, 0.5],
     "annotated_spectrum": [5.0, 10.0, 1000.0],
@@ -75,21 +75,16 @@ def gold_ranks(differential: Differential, coded: list[Coded]) -> np.ndarray:
     return np.array(ranks)
 
 
-def coded_cases(
-    consultant: Consultant, cases: list[Case]
-) -> list[tuple[dict[str, bool], str | None, list[int]]]:
-    """Each case as the consultation reads its codes: the findings known, the sex, the rows of its gold."""
+def coded_cases(consultant: Consultant, cases: list[Case]) -> list[Coded]:
+    """Each case as the consultation reads its codes (`read_case`): the findings known, the sex, the onset
+    ages, and the rows of its gold."""
     rows = {disease.key: row for row, disease in enumerate(consultant.differential.model.diseases)}
     coded = []
     for case in cases:
-        assert case.patient is not None and case.gold is not None
-        codes = case.patient.codes
-        present = [*codes[HPO_OBSERVED], *codes.get(HPO_ONSET, ())]
-        state = consultant.start("", present=present, absent=codes.get(HPO_EXCLUDED, ()))
-        sex = case.patient.demographics.sex
+        assert case.gold is not None
+        state = read_case(consultant, case, reads="codes")
         gold = [rows[answer] for answer in case.gold.answers if answer in rows]
-        onset = onset_ages(state.findings.onset_classes)
-        coded.append((state.known(), sex if sex in ("female", "male") else None, onset, gold))
+        coded.append((state.known(), state.findings.sex, onset_ages(state.findings.onset_classes), gold))
     return coded
 
 
@@ -105,7 +100,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     folder = args.data / "phenopackets"
-    tune, _ = split_cohorts(cohort_names(folder), TUNE_SHARE, seed=0)
+    tune, _ = cohort_halves(folder)
     dataset = load_phenopackets(folder, tune)
     cases = random.Random(args.seed).sample(dataset.cases, min(args.cases, len(dataset.cases)))
     folds = np.array([fold_of(case.meta["cohort"], args.folds) for case in cases])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import version
@@ -217,17 +217,37 @@ def _layperson_synonyms() -> dict[str, tuple[str, ...]]:
 @cache
 def descendants(term_id: str) -> frozenset[str]:
     """Every term below `term_id` through `is_a` links, the term itself excluded."""
+    return _reached(term_id, _children())
+
+
+@cache
+def ancestors(term_id: str) -> frozenset[str]:
+    """Every term above `term_id` through `is_a` links, the term itself excluded."""
+    return _reached(term_id, _parents())
+
+
+@cache
+def _parents() -> Mapping[str, tuple[str, ...]]:
+    return MappingProxyType({term.id: term.parents for term in hpo_terms().values()})
+
+
+@cache
+def _children() -> Mapping[str, tuple[str, ...]]:
     children: dict[str, list[str]] = {}
     for term in hpo_terms().values():
         for parent in term.parents:
             children.setdefault(parent, []).append(term.id)
+    return MappingProxyType({parent: tuple(below) for parent, below in children.items()})
+
+
+def _reached(term_id: str, links: Mapping[str, Sequence[str]]) -> frozenset[str]:
     found: set[str] = set()
-    stack = list(children.get(term_id, ()))
+    stack = list(links.get(term_id, ()))
     while stack:
-        child = stack.pop()
-        if child not in found:
-            found.add(child)
-            stack.extend(children.get(child, ()))
+        other = stack.pop()
+        if other not in found:
+            found.add(other)
+            stack.extend(links.get(other, ()))
     return frozenset(found)
 
 

@@ -151,21 +151,7 @@ class ConsultMethod(Method):
     def _start(self, case: Case) -> tuple[Consultant, ConsultState]:
         # A case that is itself in the patient base is left out of the experience (leave-case-out).
         consultant = self.consultant.leaving_out(case.id)
-        codes = case.patient.codes if case.patient is not None and self.reads != "text" else {}
-        coded = bool(codes.get(HPO_OBSERVED) or codes.get(HPO_EXCLUDED))
-        text = "" if coded and self.reads == "codes" else _text(case)
-        state = consultant.start(
-            text,
-            case.language,
-            exclude=case_origins(case),
-            present=[*codes.get(HPO_OBSERVED, ()), *codes.get(HPO_ONSET, ())],
-            absent=codes.get(HPO_EXCLUDED, ()),
-        )
-        if case.patient is not None:  # what the case states outright stands in for what the text leaves out
-            given = case.patient.demographics
-            state.findings.age = state.findings.age if state.findings.age is not None else given.age
-            state.findings.sex = state.findings.sex or (given.sex if given.sex != "other" else None)
-        return consultant, state
+        return consultant, read_case(consultant, case, self.reads)
 
     def answer_state(self, case: Case, state: ConsultState, consultant: Consultant | None = None) -> Answer:
         if self.prose is not None:
@@ -205,6 +191,29 @@ class ConsultMethod(Method):
                 ddx=[RankedDiagnosis(name=o.text, probability=o.probability) for o in ranked],
             )
         return answer, report, evidence
+
+
+def read_case(
+    consultant: Consultant, case: Case, reads: Literal["text", "codes", "both"] = "both"
+) -> ConsultState:
+    """A case as the consultation reads it: its words and the findings its patient is given as HPO codes
+    (shown, excluded, the onset class), as `reads` says; with "codes", a case without codes is read from its
+    words. What the case states outright (age, sex) stands in for what the text leaves out."""
+    codes = case.patient.codes if case.patient is not None and reads != "text" else {}
+    coded = bool(codes.get(HPO_OBSERVED) or codes.get(HPO_EXCLUDED))
+    text = "" if coded and reads == "codes" else _text(case)
+    state = consultant.start(
+        text,
+        case.language,
+        exclude=case_origins(case),
+        present=[*codes.get(HPO_OBSERVED, ()), *codes.get(HPO_ONSET, ())],
+        absent=codes.get(HPO_EXCLUDED, ()),
+    )
+    if case.patient is not None:
+        given = case.patient.demographics
+        state.findings.age = state.findings.age if state.findings.age is not None else given.age
+        state.findings.sex = state.findings.sex or (given.sex if given.sex != "other" else None)
+    return state
 
 
 def _finished(answer: Answer, report: ConsultationReport, evidence: list[Evidence], case: Case) -> Answer:

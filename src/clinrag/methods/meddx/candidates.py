@@ -6,23 +6,14 @@ candidates; this is where clinrag proposes them itself, from cited knowledge."""
 
 from __future__ import annotations
 
-from clinrag.core.models import HPO_EXCLUDED, HPO_OBSERVED, HPO_ONSET, Case
+from clinrag.core.models import Case
 from clinrag.methods.consult.consultant import Consultant
 from clinrag.methods.consult.differential import leading
+from clinrag.methods.consult.method import read_case
 
 
 def knowledge_candidates(consultant: Consultant, case: Case, n: int) -> dict[str, str]:
     """The case's `n` candidate diagnoses, as options (name → name)."""
-    patient = case.patient
-    text = patient.initial_presentation if patient is not None else case.question
-    codes = patient.codes if patient is not None else {}
-    state = consultant.start(
-        text,
-        case.language,
-        present=[*codes.get(HPO_OBSERVED, ()), *codes.get(HPO_ONSET, ())],
-        absent=codes.get(HPO_EXCLUDED, ()),
-    )
-    given = patient.demographics.sex if patient is not None else None
-    state.findings.sex = state.findings.sex or (given if given in ("female", "male") else None)
     diseases = consultant.differential.model.diseases
-    return {diseases[row].name: diseases[row].name for row in leading(consultant.posterior(state), n)}
+    rows = leading(consultant.posterior(read_case(consultant, case)), n)
+    return {diseases[row].name: diseases[row].name for row in rows}

@@ -7,31 +7,18 @@ nothing of it. A free-text question is read for the terms it names by the consul
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import HIDDEN_HPO_EXCLUDED, HIDDEN_HPO_OBSERVED, HPO_EXCLUDED, HPO_OBSERVED, Case
 from clinrag.core.usage import Usage
 from clinrag.methods.consult.consultant import Consultant
-from clinrag.methods.consult.vocabulary import reachable
 from clinrag.methods.meddx.interviewee import UNKNOWN, Exchange
 from clinrag.methods.meddx.structured_patient import Reply
-from clinrag.terms.hpo import hpo_terms, is_hpo_id
+from clinrag.terms.hpo import ancestors, descendants, hpo_terms, is_hpo_id
 
 ANSWERS = {True: "Yes.", False: "No.", None: UNKNOWN}
-
-
-@cache
-def _links() -> tuple[Mapping[str, tuple[str, ...]], Mapping[str, list[str]]]:
-    """(parents, children) of every HPO term."""
-    parents = {term.id: term.parents for term in hpo_terms().values()}
-    children: dict[str, list[str]] = {}
-    for term, above in parents.items():
-        for parent in above:
-            children.setdefault(parent, []).append(term)
-    return parents, children
 
 
 class HpoPatient:
@@ -46,10 +33,9 @@ class HpoPatient:
             raise InvalidInputError(
                 f"case {case.id} has no HPO terms for the structured patient to answer from"
             )
-        parents, children = _links()
         self.initial = list(codes.get(HPO_OBSERVED, []))  # what the clinician heard first
-        self._has = {above for term in shown for above in reachable(term, parents)}
-        self._lacks = {below for term in excluded for below in reachable(term, children)}
+        self._has = {above for term in shown for above in (term, *ancestors(term))}
+        self._lacks = {below for term in excluded for below in (term, *descendants(term))}
         self.revealed: dict[str, Reply] = {}
 
     def ask(self, term: str) -> Reply:
