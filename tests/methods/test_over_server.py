@@ -150,6 +150,24 @@ def test_meddx_with_the_llm_patient_over_http(runner, tmp_path: Path, options: d
     assert result.answer.result.ddx[0].name in options[result.case_id].values()
 
 
+def test_meddx_on_a_published_rare_disease_patient_over_http(runner, tmp_path: Path) -> None:
+    _, _, (result,) = _run(
+        runner,
+        tmp_path,
+        "phenopackets-interactive",
+        "meddx",
+        iterations=1,
+        questions=1,
+        components="history,diagnosis",
+    )
+    assert result.answer.error is None, result.answer.error
+    (patient,) = [step for step in result.answer.trace.steps if step.name == "meddx.patient"]
+    assert patient.input["kind"] == "HpoInterviewee" and patient.output["calls"] == 0
+    (diagnosis,) = [step for step in result.answer.trace.steps if step.name == "meddx.diagnosis"]
+    assert diagnosis.input["options"] == 20  # the consultation's leading diseases, ranked by the server
+    _ranked_differential(result)
+
+
 def test_deepdoctor_over_http(runner, tmp_path: Path) -> None:
     # `unstrict`: the tiny model's plan finds nothing in the graph, and the strict prompt then abstains.
     _, config, (result,) = _run(
