@@ -163,6 +163,8 @@ def test_generator_notes_follow_the_corpora_and_parameters() -> None:
     assert generator_notes(_config("ddxplus", [], kb=table)) == [GENERATOR_NOTE]
     consult = {"knowledge": "packaged:faker-diseases, ddxplus:/d/ddxplus", "patients": "ddxplus:/d/ddxplus"}
     assert generator_notes(_config("ddxplus-text", [], **consult)) == [GENERATOR_NOTE]
+    shipped = {"sources": "packaged:faker-diseases,packaged:ddxplus"}  # the copy packaged inside clinrag
+    assert generator_notes(_config("ddxplus-text", [], **shipped)) == [GENERATOR_NOTE]
     assert generator_notes(_config("ddxplus", [], patients="ddxplus:/d/ddxplus")) == []
     assert generator_notes(_config("ddxplus", [packaged_graph])) == []
     assert generator_notes(_config("medqa", [ddxplus_graph])) == []  # the table generated no MedQA case

@@ -358,6 +358,7 @@ def test_an_imported_graph_is_loaded_from_a_snapshot_after_a_restart(data_dir, t
 def test_every_importer_registers_its_source_forms() -> None:
     assert set(SOURCE_FORMS) == {
         "ddxplus:PATH",
+        "packaged:ddxplus",
         "packaged:hpo-diseases",
         "packaged:omim-diseases",
         "packaged:orphanet-diseases",

@@ -23,6 +23,7 @@ from clinrag.methods.base import MethodContext
 GRAPH_NAME = "clinrag"  # the graph every method opens
 DDXPLUS_TABLE_FILE = "release_conditions.json"
 DDXPLUS_GRAPH_SOURCE = "ddxplus"  # the graph importer's source name for that table
+DDXPLUS_PACKAGED = "packaged:ddxplus"  # the same table as shipped inside clinrag
 GENERATOR_NOTE = (
     "DDXPlus patients were generated from the DDXPlus conditions table (release_conditions.json), and this "
     "run's knowledge or parameters use that table: its numbers measure how well the method recovers the "
@@ -104,9 +105,13 @@ def generator_notes(config: RunConfig) -> list[str]:
 
 
 def _names_the_table(name: str, value: object) -> bool:
-    """A method parameter naming the table: its file, or a graph source `ddxplus:FOLDER` (as in `consult`'s
-    comma-separated `knowledge`). `patients=ddxplus:…` names the generated patients, not the table."""
+    """A method parameter naming the table: its file, or a graph source `ddxplus:FOLDER` or its packaged copy
+    `packaged:ddxplus` (as in `consult`'s comma-separated `sources`). `patients=ddxplus:…` names the
+    generated patients, not the table."""
     if name == "patients" or not isinstance(value, str):
         return False
     parts = [part.strip() for part in value.split(",")]
-    return any(Path(part).name == DDXPLUS_TABLE_FILE or part.startswith("ddxplus:") for part in parts)
+    return any(
+        Path(part).name == DDXPLUS_TABLE_FILE or part.startswith("ddxplus:") or part == DDXPLUS_PACKAGED
+        for part in parts
+    )

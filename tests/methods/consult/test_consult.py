@@ -238,7 +238,9 @@ def test_the_report_is_data_and_compose_alone_puts_it_into_words(packaged) -> No
     assert (english.duration, french.duration) == ("for 3 days", "depuis 3 jours")
     assert [q.text for q in english.questions] == [f"Do you have {q.finding}?" for q in report.questions]
     assert [q.text for q in french.questions] == [f"Avez-vous : {q.finding} ?" for q in report.questions]
-    assert french.sentences[0].text.startswith("Vous signalez") and report.sentences == []
+    assert french.sentences[0].text == "Consultez un médecin aujourd'hui."  # how urgently comes first
+    findings = next(s for s in french.sentences if s.kind == "finding")
+    assert findings.text.startswith("Vous signalez") and report.sentences == []
 
 
 def test_a_reader_gets_numbered_references_with_their_sources(packaged) -> None:
@@ -250,12 +252,15 @@ def test_a_reader_gets_numbered_references_with_their_sources(packaged) -> None:
     assert cited == first_cited
     assert text.startswith(sentences[0].text + " [1–") and "graph:" not in text and "finding:" not in text
     by_id = {item.id: item for item in answer.evidence}
-    said = reference(by_id[cited[0]])
+    guideline = by_id[cited[0]]  # the first sentence says how urgently, citing the can't-miss table
+    assert reference(guideline) == f"{guideline.text} — {guideline.provenance['title']}"
+    first_said = next(i for i in cited if i.startswith("finding:"))
+    said = reference(by_id[first_said])
     assert said.endswith("— what you said") and "fever" in said
     fact = next(by_id[i] for i in cited if i.startswith("graph:Pneumonia|HAS_SYMPTOM"))
     assert reference(fact) == f"{fact.text} — {fact.provenance['title']}"
     assert "faker-healthcare-provider" in fact.provenance["title"]
-    assert reference(by_id[cited[0]], "fr").endswith("— ce que vous avez dit")
+    assert reference(by_id[first_said], "fr").endswith("— ce que vous avez dit")
 
 
 def test_questions_are_put_to_whom_the_account_is_about(packaged) -> None:

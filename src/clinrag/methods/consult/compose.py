@@ -67,7 +67,7 @@ def compose(
     """The answer's sentences from the report; `texts` gives the evidence's texts by id (the statements
     quoted)."""
     t = templates(language)
-    sentences = _findings(report, t)
+    sentences = _urgency(report, t) + _findings(report, t)
     if report.abstained and not report.differential:
         if report.questions:  # what the text both states and denies, asked back
             asked = {q.concept for q in report.questions}
@@ -122,6 +122,44 @@ def compose(
     sentences.append(Sentence(text=report.experience, kind="experience"))
     sentences.append(Sentence(text=t["advice"], kind="advice"))
     return sentences
+
+
+def _urgency(report: ConsultationReport, t: dict[str, str]) -> list[Sentence]:
+    """First, how urgently to act, why (the red flags reported), and the dangerous diagnoses not to miss with
+    what rules each in or out."""
+    sentences = [
+        Sentence(
+            text=t[f"urgency_{report.urgency}"],
+            evidence=list(
+                dict.fromkeys(e for item in [*report.red_flags, *report.dangers] for e in item.evidence)
+            ),
+            kind="urgency",
+        )
+    ]
+    sentences += [
+        Sentence(
+            text=t["red_flag"].format(finding=_capital(flag.finding), why=flag.why),
+            evidence=flag.evidence,
+            kind="urgency",
+        )
+        for flag in report.red_flags
+    ]
+    sentences += [
+        Sentence(
+            text=t["cant_miss"].format(
+                name=danger.name, p=f"{danger.probability:.0%}", rule_out=_join(danger.rule_out, t)
+            ),
+            evidence=danger.evidence,
+            kind="urgency",
+        )
+        for danger in report.dangers
+        if danger.rule_out
+    ]
+    return sentences
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _statements(diagnosis: DiagnosisOut, texts: dict[str, str], t: dict[str, str]) -> list[Sentence]:

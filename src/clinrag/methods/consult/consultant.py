@@ -31,19 +31,25 @@ from clinrag.methods.consult.option_ranking import OptionNames, RankedOption
 from clinrag.methods.consult.questions import CANDIDATE_DISEASES, Question, next_questions, questions_about
 from clinrag.methods.consult.report import (
     ConsultationReport,
+    DangerOut,
     DiagnosisOut,
     FindingOut,
     NextStep,
     QuestionOut,
+    RedFlagOut,
+    Urgency,
 )
 from clinrag.methods.consult.statements import statements_about
-from clinrag.methods.consult.vocabulary import Concept
+from clinrag.methods.consult.vocabulary import Concept, reachable
 from clinrag.terms.hpo import ONSET_CLASSES, onset_ages
 
 if TYPE_CHECKING:  # a knowledge base is built by the caller; importing it loads the indexes
     from clinrag.knowledge.base import KnowledgeBase
 
 SHOWN_NOT_REPORTED = 3
+SEVERE = 2  # a source's severity (1: most severe … 5: least, as DDXPlus rates) that makes one dangerous
+SHOWN_RULE_OUT = 3  # the knowledge's tests named for ruling a dangerous diagnosis in or out
+URGENCIES: tuple[Urgency, ...] = ("emergency", "same_day", "routine")  # most urgent first
 STEP_DIAGNOSES = 3
 STEP_KINDS = (
     ("test", Relation.RECOMMEND_TEST),
@@ -93,6 +99,7 @@ class Consultant:
         abstain_below: float = 0.1,
         diagnoses: int = DDX_SIZE,
         kb: KnowledgeBase | None = None,
+        cant_miss_above: float = 0.02,
     ) -> None:
         self.differential = differential
         self.extractors = extractors  # the finding extractor of an input language
@@ -101,6 +108,8 @@ class Consultant:
         self.candidate_diseases = candidate_diseases
         self.abstain_below = abstain_below
         self.diagnoses = diagnoses
+        # a dangerous diagnosis is named first, with what rules it in or out, from this probability on
+        self.cant_miss_above = cant_miss_above
         self.concepts = {concept.id: concept for concept in differential.vocabulary.concepts}
 
     def patients(self) -> int | None:
@@ -180,7 +189,10 @@ class Consultant:
         """P(d | what is known of the patient) for every disease of the model."""
         findings = state.findings
         onset = onset_ages(findings.onset_classes)
-        return self.differential.posterior(state.known(), findings.sex, unsaid=state.spoken, onset=onset)
+        duration = findings.duration.days if findings.duration else None
+        return self.differential.posterior(
+            state.known(), findings.sex, unsaid=state.spoken, onset=onset, duration_days=duration
+        )
 
     def answer(self, state: ConsultState, concept: str, status: FindingStatus) -> None:
         """Record the patient's answer about a concept (present, absent, or uncertain for "don't know")."""
@@ -232,13 +244,108 @@ class Consultant:
             # what the text says both ways is asked again; what was answered, or said once, is not
             report.questions = self._questions(posterior, said.keys() - contradicted, evidence)
             report.next_steps = self._steps(report.differential[:STEP_DIAGNOSES], evidence)
+            report.dangers = self._dangers(posterior, evidence)
             top = report.differential[0].probability
             if top < self.abstain_below:
                 report.abstained = True
                 report.abstention_reason = (
                     f"the most likely diagnosis has {top:.0%}, below {self.abstain_below:.0%}"
                 )
+        report.red_flags = self._red_flags(known, extracted.age, evidence)
+        raised = [*report.dangers, *report.red_flags]
+        report.urgency = most_urgent([item.urgency for item in raised])
         return report, list(evidence.values())
+
+    def _dangers(self, posterior: np.ndarray, evidence: dict[str, Evidence]) -> list[DangerOut]:
+        """The dangerous diagnoses at `cant_miss_above` or more, most probable first: those the can't-miss
+        table names (by ICD-10 code), and those whose source rates them severe (DDXPlus severity 1 or 2)."""
+        model, tables = self.differential.model, self.differential.clinical
+        dangers = []
+        for row in np.flatnonzero(posterior >= self.cant_miss_above):
+            disease = model.diseases[row]
+            danger = tables.danger_of(disease)
+            if danger is not None:
+                cited = f"clinical:cant_miss:{danger.icd10}:{danger.name}"
+                evidence.setdefault(
+                    cited,
+                    Evidence(
+                        id=cited,
+                        kind="citation",
+                        text=f"{danger.name}: a diagnosis not to miss ({danger.urgency.replace('_', ' ')}); "
+                        f"ruled in or out by {', '.join(danger.rule_out)}",
+                        source="clinical:cant_miss",
+                        provenance={"title": danger.source, "icd10": danger.icd10},
+                    ),
+                )
+                urgency: Urgency = danger.urgency
+                rule_out, cites = list(danger.rule_out), [cited]
+            elif disease.severity is not None and disease.severity <= SEVERE:
+                urgency = "emergency" if disease.severity == 1 else "same_day"
+                rule_out = disease.tests[:SHOWN_RULE_OUT]
+                cites = [self._severity(disease, evidence)]
+                cites += [self._fact(disease, Relation.RECOMMEND_TEST, test, evidence) for test in rule_out]
+            else:
+                continue
+            dangers.append(
+                DangerOut(
+                    name=disease.name,
+                    probability=min(1.0, float(posterior[row])),
+                    urgency=urgency,
+                    rule_out=rule_out,
+                    evidence=cites,
+                )
+            )
+        return sorted(dangers, key=lambda d: -d.probability)
+
+    def _severity(self, disease: Disease, evidence: dict[str, Evidence]) -> str:
+        cited = f"graph:{disease.name}|severity"
+        traits = self.differential.model.traits.get(disease.source)
+        evidence.setdefault(
+            cited,
+            Evidence(
+                id=cited,
+                kind="graph_fact",
+                text=f"{disease.name} has severity {disease.severity} (1: most severe, 5: least)",
+                source=f"graph:{disease.source}",
+                provenance={"key": disease.key, "title": traits.title if traits else disease.source},
+            ),
+        )
+        return cited
+
+    def _red_flags(
+        self, known: dict[str, bool], age: float | None, evidence: dict[str, Evidence]
+    ) -> list[RedFlagOut]:
+        """The red-flag findings among those present (a narrower finding raises its broader one's flag)."""
+        parents = {concept.id: concept.parents for concept in self.concepts.values()}
+        reached: dict[str, str] = {}  # an HPO code reached → the present concept that reaches it
+        for concept, present in known.items():
+            for above in reachable(concept, parents) if present else ():
+                for code in self.concepts[above].codes if above in self.concepts else ():
+                    reached.setdefault(code, concept)
+        flags = []
+        for flag in self.differential.clinical.flags_raised(set(reached), age):
+            concept = reached[flag.hpo]
+            cited = f"clinical:red_flag:{flag.hpo}"
+            evidence.setdefault(
+                cited,
+                Evidence(
+                    id=cited,
+                    kind="citation",
+                    text=f"{flag.label}: a red flag ({flag.why}; {flag.urgency.replace('_', ' ')})",
+                    source="clinical:red_flags",
+                    provenance={"title": flag.source, "hpo": flag.hpo},
+                ),
+            )
+            flags.append(
+                RedFlagOut(
+                    concept=concept,
+                    finding=display_name(self.concepts[concept]),
+                    why=flag.why,
+                    urgency=flag.urgency,
+                    evidence=[f"finding:{concept}", cited],
+                )
+            )
+        return flags
 
     def _finding(
         self,
@@ -403,6 +510,10 @@ class Consultant:
                 provenance=provenance,
             )
         return fact_id
+
+
+def most_urgent(levels: Sequence[Urgency]) -> Urgency:
+    return next((level for level in URGENCIES if level in levels), "routine")
 
 
 def asked_name(concept: Concept) -> str:

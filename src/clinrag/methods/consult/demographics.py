@@ -72,10 +72,14 @@ class Demographics:
         return "male" if he > she else "female" if she > he else None
 
     def duration(self, text: str) -> Duration | None:
-        if match := self.rules.pattern("duration").search(text):
-            count = match.group(1).lower()
+        # How long, framed as such ("for three days", "over the last week"), before when ("three days
+        # ago": an event's time, maybe not the complaint's); a bare "a day" is a rate ("a pack a day"), not
+        # how long. The count and the unit come from whichever of the pattern's frames matched.
+        found = list(self.rules.pattern("duration").finditer(text))
+        if match := next((m for m in found if m.group(1)), found[0] if found else None):
+            count, unit = (group.lower() for group in match.groups() if group)
             number = float(count) if count[0].isdigit() else float(self.rules.tables["numbers"][count])
-            days = number * self.rules.tables["unit_days"][match.group(2).lower()]
+            days = number * self.rules.tables["unit_days"][unit]
             return Duration(text=match.group(0).strip(), days=round(days, 3))
         if match := self.rules.pattern("since").search(text):
             return Duration(text=match.group(0), days=self.rules.tables["since_days"][match.group(1).lower()])

@@ -50,6 +50,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from clinrag.methods.consult.clinical import ClinicalTables, packaged_tables
 from clinrag.methods.consult.diseases import DiseaseModel, sex_of
 from clinrag.methods.consult.listings import Listings
 from clinrag.methods.consult.vocabulary import Vocabulary, reachable
@@ -79,6 +80,7 @@ class LikelihoodSettings:
     background_noise: float = 1.0  # the leak's share of the diseases showing f (0: the constant leak)
     annotated_spectrum: float = 10.0  # of an annotated spectrum: unstated shares at most this / its findings
     onset_mismatch: float = 0.2  # the factor of a disease whose stated onset ages miss the patient's
+    course_mismatch: float = 0.2  # the factor of a disease that does not present after so long a complaint
 
     def __post_init__(self) -> None:
         if not 0 <= self.mention_rate < 1:
@@ -165,15 +167,31 @@ class Differential:
         listings: Listings | None = None,
         absences: Listings | None = None,
         below: Listings | None = None,
+        clinical: ClinicalTables | None = None,
     ) -> None:
         """`listings`: which disease lists which finding; `absences`: which finding a disease is stated not to
         show; `below`: which disease lists a finding or a narrower one (each built from the model and the
-        vocabulary when not given)."""
+        vocabulary when not given); `clinical`: the courses of the diseases (the packaged tables when not
+        given)."""
         self.model = model
+        self.clinical = clinical if clinical is not None else packaged_tables()
+        # how long each disease's symptoms typically last when it presents, in days (NaN: not stated)
+        courses = [self.clinical.course_of(disease) for disease in model.diseases]
+        spans = [c.presents_within_days if c is not None else (np.nan, np.nan) for c in courses]
+        self._course_start, self._course_end = np.array(spans, dtype=float).reshape(-1, 2).T
         self.vocabulary = vocabulary
         self.listings = listings if listings is not None else Listings.of(model, vocabulary)
         self.absences = absences if absences is not None else Listings.of(model, vocabulary, excluded=True)
         self._parents = {c.id: c.parents for c in vocabulary.concepts}
+        # A finding at one body site (calf pain) is one of the sites its broader finding (pain) may be at:
+        # a disease listed with the broader finding alone shows it at that site at most one in that many.
+        sites: dict[str, int] = {}
+        for concept in vocabulary.concepts:
+            for parent in concept.parents if concept.site else ():
+                sites[parent] = sites.get(parent, 0) + 1
+        self._site_share = {
+            c.id: min(1.0 / sites[p] for p in c.parents) for c in vocabulary.concepts if c.site and c.parents
+        }
         self.below = below if below is not None else self.listings.below(self._parents)
         self._base_rates = np.asarray(model.base_rates())
         self._sexes = np.array([sex_of(disease.icd10) or "" for disease in model.diseases])
@@ -182,6 +200,11 @@ class Differential:
         self._onset_start, self._onset_end = np.array(onsets, dtype=float).reshape(-1, 2).T
         # how many of a disease's findings, from the first, its source lists in order of salience
         self._ranked = np.array([disease.ranked for disease in model.diseases])
+        # per (disease, place in its symptom list): how many findings the source of that place lists for it
+        # (at `_list_starts[row] + place`): a disease named in two sources keeps each source's spectrum
+        per_place = [disease.listed_with() or [1] for disease in model.diseases]
+        self._list_starts = np.concatenate([[0], np.cumsum([len(sizes) for sizes in per_place])[:-1]])
+        self._listed_with = np.array([size for sizes in per_place for size in sizes], dtype=float)
         # The diseases whose knowledge says how often their findings occur: annotated spectra, where a finding
         # given no share is taken at `unstated_share` (not at a plain list's `typical`) and one not listed at
         # the finding's background leak (a plain list of a few findings leaves more out: `leak`). A source
@@ -204,9 +227,6 @@ class Differential:
         self.settings = settings
         self.leak = settings.leak
         self.mention_rate = settings.mention_rate
-        listed_findings = np.array([max(len(d.symptoms), 1) for d in self.model.diseases], dtype=float)
-        self._typical = np.minimum(settings.typical, settings.spectrum / listed_findings)
-        self._listed_counts = listed_findings
         self._silence: np.ndarray | None = None  # the sum over every finding counted, when first needed
         # finding → the knowledge's (rows, P(f | d), leak, the place in each disease's list of what it lists)
         self._explained: dict[str, tuple[np.ndarray, np.ndarray, Leaks, np.ndarray]] = {}
@@ -276,12 +296,15 @@ class Differential:
         sex: str | None = None,
         unsaid: bool = True,
         onset: tuple[float, float] | None = None,
+        duration_days: float | None = None,
     ) -> np.ndarray:
         """P(d | findings): `known` maps a concept id to present (True) or absent (False); with `unsaid` (the
         findings are a patient's account), every other finding counted was not mentioned. With the
         patient's `sex`, conditions of the other sex (pregnancy, the other sex's organs) are nearly ruled
         out; with the ages the illness began within (`onset`, years), a disease whose knowledge says it
-        begins at other ages only takes `onset_mismatch`."""
+        begins at other ages only takes `onset_mismatch`; with how long the complaint has lasted
+        (`duration_days`), a disease whose course says it presents after a shorter or longer time only takes
+        `course_mismatch`."""
         log_p = self.log_prior + self.unmentioned(known) if unsaid else self.log_prior.copy()
         if sex in ("female", "male"):
             log_p = log_p + np.where(
@@ -291,6 +314,9 @@ class Differential:
             # NaN compares false: a disease whose onset is not stated is never a mismatch
             missed = (self._onset_start > onset[1]) | (self._onset_end < onset[0])
             log_p = log_p + np.where(missed, np.log(self.settings.onset_mismatch), 0.0)
+        if duration_days is not None:
+            missed = (self._course_start > duration_days) | (self._course_end < duration_days)
+            log_p = log_p + np.where(missed, np.log(self.settings.course_mismatch), 0.0)
         for concept, present in known.items():
             p = self.likelihood(concept)
             # a finding looked for and not found: the looking misses some (`absent_reliability`)
@@ -349,13 +375,14 @@ class Differential:
         """P(f | d) by the knowledge for the diseases `rows`, which list f at `places`: the share of their
         patients who show it where the source says; else `typical`, less a salience step per place when
         their source lists findings most characteristic first."""
+        settings = self.settings
         ranked = self._ranked[rows]
-        step, floor = self.settings.salience_step, self.settings.salience_floor
-        salience = np.where(places < ranked, np.maximum(1.0 - step * places, floor), floor)
-        typical = self._typical[rows] * np.where(ranked > 0, salience, 1.0)
-        unstated = np.minimum(
-            self.settings.unstated_share, self.settings.annotated_spectrum / self._listed_counts[rows]
+        listed_with = self._listed_with[self._list_starts[rows] + places]
+        salience = np.where(
+            places < ranked, np.maximum(1.0 - settings.salience_step * places, settings.salience_floor), 1.0
         )
+        typical = np.minimum(settings.typical, settings.spectrum / listed_with) * salience
+        unstated = np.minimum(settings.unstated_share, settings.annotated_spectrum / listed_with)
         typical = np.where(self.annotated[rows], unstated, typical)
         # a share of 100 % is still not certainty (a record may miss a finding): 1 − leak at most
         return np.clip(np.where(np.isnan(shares), typical, shares), self.leak, 1.0 - self.leak)
@@ -388,7 +415,10 @@ class Differential:
         for ancestor, steps in _lineage(concept, self._parents, reach):
             through = []
             if steps <= settings.broader_steps:
-                through.append((self.listings, listed_p, settings.broader_share**steps))
+                share = settings.broader_share**steps
+                if steps == 1 and concept in self._site_share:
+                    share = min(share, self._site_share[concept])
+                through.append((self.listings, listed_p, share))
             if settings.specific_share > 0:
                 under = self.below.span(ancestor)
                 share = explained / (under.stop - under.start + 1)

@@ -30,7 +30,7 @@ from clinrag.graph.importers.registry import graph_source
 from clinrag.graph.schema import Relation
 
 RARE_SHARE = 0.05  # the rare diseases' share of the base rate (see the module docstring)
-FORMAT_VERSION = 8
+FORMAT_VERSION = 9
 _ICD10 = re.compile(r"ICD-10 ([A-TV-Z][0-9][0-9A-Z](?:\.[0-9A-Z]{1,4})?)")
 
 
@@ -54,14 +54,23 @@ class Disease:
     references: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)  # findings it is stated not to show (HPO's NOT)
     onset: tuple[float, float] | None = None  # the ages (years) it begins within, where its source says
+    severity: int | None = None  # where its source rates it: 1 (most severe) to 5 (least), as DDXPlus does
+    # per symptom, the source that lists it (a name in two sources joins their lists)
+    origins: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:  # a source that states no frequency or reference: one None, [] each
+        if len(self.origins) < len(self.symptoms):
+            self.origins += [self.source] * (len(self.symptoms) - len(self.origins))
         if self.onset is not None:  # msgpack loads a pair as a list
             self.onset = (float(self.onset[0]), float(self.onset[1]))
         if len(self.frequencies) < len(self.symptoms):
             self.frequencies += [None] * (len(self.symptoms) - len(self.frequencies))
         if len(self.references) < len(self.symptoms):
             self.references += [""] * (len(self.symptoms) - len(self.references))
+
+    def listed_with(self) -> list[int]:
+        """Per symptom, how many symptoms the source that lists it lists for this disease."""
+        return [self.origins.count(origin) for origin in self.origins]
 
     def fact_id(self, relation: Relation, target: str) -> str:
         """The id of the graph fact `(self)-[relation]->(target)`, as graph evidence is named."""
@@ -176,6 +185,7 @@ def _diseases(records: SourceRecords, traits: SourceTraits) -> list[Disease]:
                 references=[";".join(record.references.get((Relation.HAS_SYMPTOM, s), [])) for s in symptoms],
                 excluded=list(record.excluded),
                 onset=record.onset,
+                severity=record.severity,
             )
         )
     return diseases
@@ -187,11 +197,14 @@ def _join(present: Disease, other: Disease) -> None:
             present.symptoms.append(symptom)
             present.frequencies.append(share)
             present.references.append(cited)
+            present.origins.append(other.source)
     for name in ("tests", "drugs", "cures", "excluded"):
         mine: list[str] = getattr(present, name)
         mine.extend(item for item in getattr(other, name) if item not in mine)
     if other.onset is not None:  # a name in two sources: every age either says it begins at
         spans = [span for span in (present.onset, other.onset) if span is not None]
         present.onset = (min(s for s, _ in spans), max(e for _, e in spans))
+    if other.severity is not None:  # the graver rating of the two
+        present.severity = min(present.severity or other.severity, other.severity)
     present.icd10 = present.icd10 or other.icd10
     present.description = present.description or other.description

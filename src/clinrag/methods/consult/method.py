@@ -51,6 +51,9 @@ class ConsultConfig(MethodConfig):
     patients: DatasetPath | None = None
     questions: int = Field(default=3, ge=0, le=10)
     abstain_below: float = Field(default=0.1, ge=0.0, le=1.0)
+    # a dangerous diagnosis (`clinical_tables/cant_miss.jsonl`, or rated severe by its source) is named first
+    # from this probability on
+    cant_miss_above: float = Field(default=0.02, ge=0.0, le=1.0)
     candidate_diseases: int = Field(default=CANDIDATE_DISEASES, ge=1, le=100)  # questions come from these
     # The differential's likelihoods (see `differential`; set a priori, not fitted to any evaluation set):
     # P(f | d) of a listed finding, at most `typical` and `spectrum` / the disease's listed findings; `leak`
@@ -79,6 +82,8 @@ class ConsultConfig(MethodConfig):
     background_noise: float = Field(default=_LIKELY.background_noise, ge=0.0, le=10.0)
     # the factor of a disease whose knowledge says it begins at ages other than the patient's onset class
     onset_mismatch: float = Field(default=_LIKELY.onset_mismatch, gt=0.0, le=1.0)
+    # … whose course (`clinical_tables/course.jsonl`) says it presents after a shorter or longer complaint
+    course_mismatch: float = Field(default=_LIKELY.course_mismatch, gt=0.0, le=1.0)
     # How often a patient mentions, unasked, a finding they have (what goes unsaid then counts a little
     # against the diseases that nearly always show it; 0: not at all; see `differential`).
     mention_rate: float = Field(default=_LIKELY.mention_rate, ge=0.0, lt=1.0)
@@ -282,6 +287,7 @@ def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultan
         questions=config.questions,
         candidate_diseases=config.candidate_diseases,
         abstain_below=config.abstain_below,
+        cant_miss_above=config.cant_miss_above,
         kb=context.knowledge_base(config.kb, param="kb") if config.kb else None,
     )
 

@@ -36,6 +36,30 @@ class DiagnosisOut(BaseModel):
     )  # evidence ids of the knowledge base's statements on it
 
 
+Urgency = Literal["emergency", "same_day", "routine"]
+
+
+class DangerOut(BaseModel):
+    """A dangerous diagnosis that still has a non-negligible probability: what rules it in or out, and how
+    urgently to act."""
+
+    name: str
+    probability: float = Field(ge=0.0, le=1.0)
+    urgency: Urgency
+    rule_out: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)
+
+
+class RedFlagOut(BaseModel):
+    """A finding the patient has that calls for urgent care whatever the diagnosis."""
+
+    concept: str
+    finding: str
+    why: str
+    urgency: Urgency
+    evidence: list[str] = Field(default_factory=list)
+
+
 class QuestionOut(BaseModel):
     concept: str
     finding: str  # the finding's name
@@ -55,7 +79,9 @@ class NextStep(BaseModel):
 class Sentence(BaseModel):
     text: str
     evidence: list[str] = Field(default_factory=list)
-    kind: Literal["finding", "differential", "question", "step", "experience", "abstention", "advice"]
+    kind: Literal[
+        "urgency", "finding", "differential", "question", "step", "experience", "abstention", "advice"
+    ]
     by: Literal["template", "llm"] = "template"  # who wrote it
     unsupported: list[str] = Field(default_factory=list)  # why the evidence check does not support it
 
@@ -74,6 +100,9 @@ class ConsultationReport(BaseModel):
     differential: list[DiagnosisOut] = Field(default_factory=list)
     questions: list[QuestionOut] = Field(default_factory=list)
     next_steps: list[NextStep] = Field(default_factory=list)
+    dangers: list[DangerOut] = Field(default_factory=list)  # can't-miss diagnoses, most probable first
+    red_flags: list[RedFlagOut] = Field(default_factory=list)
+    urgency: Urgency = "routine"  # the most urgent of the red flags' and the dangers'
     abstained: bool = False
     abstention_reason: str | None = None
     patients: int | None = None  # the past patients the probabilities draw on (None: no patient base)
