@@ -38,7 +38,9 @@ def test_readme_example_answer(home) -> None:
     # a reader gets numbered references with their sources; the raw ids stay in --json
     text, references = printed.stdout.split("Answer", 1)[1].split("References", 1)
     assert "[1" in text and "graph:" not in text and "finding:" not in text
-    assert "[1] fever: present" in references and "faker-healthcare-provider" in references
+    # [1] is the can't-miss guideline the urgency sentence cites first; what the patient said follows
+    assert "[1] Pneumonia: a diagnosis not to miss" in references and "fever: present" in references
+    assert "faker-healthcare-provider" in references
 
 
 def test_interactive_session_through_stdin(home) -> None:

@@ -80,7 +80,8 @@ def test_consultation_page_shows_the_reasoning_and_redraws_after_an_answer(
     assert first_ref.inner_text() == "1" and first_ref.get_attribute("href") == "#ref-1"
     first_ref.click()
     listed = page.locator(".references #ref-1")
-    assert "fever" in listed.inner_text() and "what you said" in listed.inner_text()
+    # the first sentence says how urgently and cites the can't-miss table, with its guideline
+    assert "not to miss" in listed.inner_text() and "NICE" in listed.inner_text()
     graph_fact = page.locator(".references .evidence-graph_fact").first.inner_text()
     assert "faker-healthcare-provider" in graph_fact and "graph:" in graph_fact  # its source, and the raw id
     page.screenshot(path=str(artifacts_dir / "consultation.png"), full_page=True)
