@@ -316,7 +316,7 @@ class Consultant:
         self, known: dict[str, bool], age: float | None, evidence: dict[str, Evidence]
     ) -> list[RedFlagOut]:
         """The red-flag findings among those present (a narrower finding raises its broader one's flag)."""
-        parents = {concept.id: concept.parents for concept in self.concepts.values()}
+        parents = self.differential.vocabulary.parents
         reached: dict[str, str] = {}  # an HPO code reached → the present concept that reaches it
         for concept, present in known.items():
             for above in reachable(concept, parents) if present else ():

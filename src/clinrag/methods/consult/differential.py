@@ -182,7 +182,7 @@ class Differential:
         self.vocabulary = vocabulary
         self.listings = listings if listings is not None else Listings.of(model, vocabulary)
         self.absences = absences if absences is not None else Listings.of(model, vocabulary, excluded=True)
-        self._parents = {c.id: c.parents for c in vocabulary.concepts}
+        self._parents = vocabulary.parents
         # A finding at one body site (calf pain) is one of the sites its broader finding (pain) may be at:
         # a disease listed with the broader finding alone shows it at that site at most one in that many.
         sites: dict[str, int] = {}

@@ -91,7 +91,7 @@ class FindingExtractor:
         self.threshold = threshold
         self.negation_margin = negation_margin
         self._concepts = {concept.id: concept for concept in vocabulary.concepts}
-        self._parents = {concept.id: concept.parents for concept in vocabulary.concepts}
+        self._parents = vocabulary.parents
 
     def extract(self, text: str) -> Findings:
         if not text or not text.strip():

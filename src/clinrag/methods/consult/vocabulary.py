@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from pathlib import Path
 
 import srsly
@@ -72,6 +73,11 @@ class Vocabulary:
 
     def __len__(self) -> int:
         return len(self.concepts)
+
+    @cached_property
+    def parents(self) -> dict[str, tuple[str, ...]]:
+        """Concept id → the ids of the broader concepts it is a kind of (built once, read by every part)."""
+        return {concept.id: concept.parents for concept in self.concepts}
 
     def lookup(self, name: str) -> Concept | None:
         assert self.index is not None
