@@ -24,6 +24,12 @@
 (viii) The lay development presentations of the 49 DDXPlus conditions (ddxplus_lay_dev.jsonl beside the
     others, written in patients' and parents' words by a helper session that never saw the engine):
     GTPA@1/3/10 on the packaged default knowledge and on the DDXPlus table with its patients as experience.
+(ix) Questioning: DDXPlus patients (the same sample as (i)) tell only their chief complaint, age and sex;
+    `consult` on the packaged DDXPlus table asks up to QUESTIONS questions, each answered from the patient's
+    evidence codes. With the questions' weight for dangerous diagnoses (`danger_weight`, the default) and
+    without it (0, information gain alone): GTPA@1 after the questions, dangerous diagnoses missed (the
+    patient has a dangerous one and it is not named among the diagnoses not to miss), and dangerous
+    diagnoses the patient does not have left open (named as not to miss; per patient).
 
     python benchmarks/bench_consult.py --data ../shared/data --limit 200 --seed 0
 """
@@ -42,10 +48,15 @@ from pathlib import Path
 
 import httpx
 
+from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
 from clinrag.eval.datasets import load_dataset
+from clinrag.eval.datasets.ddxplus_text import FirstPersonRenderer, introduction
 from clinrag.eval.runner import EvalRunner, RunRequest
+from clinrag.eval.sampling import sample_cases
+from clinrag.methods.base import MethodContext
+from clinrag.methods.consult.method import ConsultConfig, build
 
 README_EXAMPLE = (
     "I am 45 and have had a fever, a productive cough and pain on the right side of my chest when I breathe "
@@ -57,6 +68,7 @@ FINDINGS_DEV = CONSULT_DATA / "findings_dev.jsonl"
 DEV_PRESENTATIONS = (CONSULT_DATA / "presentations_dev.jsonl", CONSULT_DATA / "presentations_dev2.jsonl")
 LAY_DDXPLUS_DEV = CONSULT_DATA / "ddxplus_lay_dev.jsonl"
 API_REQUESTS = 20
+QUESTIONS = 5  # the questioning's budget in (ix)
 WARM_RUNS = 5  # the warm run's figure is their median (one run on 2 shared cores varies by ±0.2 s)
 
 
@@ -86,6 +98,50 @@ def options_cases(dataset: str, data: Path, out: Path, diagnosis_only: bool) -> 
 def evaluate(settings: Settings, out: Path, **request) -> dict[str, float]:
     outcome = EvalRunner(settings, progress=False).run(RunRequest(out=out, **request))
     return {name: metric.mean for name, metric in outcome.summary.metrics.items()}
+
+
+def questioning(settings: Settings, ddxplus: Path, limit: int, seed: int) -> dict[str, dict[str, float]]:
+    """(ix): per policy, GTPA@1 after the questions, the share of patients with a dangerous diagnosis that
+    is not named, and the dangerous diagnoses left open per patient."""
+    cases = sample_cases(load_dataset("ddxplus-interactive", ddxplus).cases, limit, seed)
+    renderer = FirstPersonRenderer.from_file(ddxplus / "release_evidences.json")
+    context = MethodContext(settings=settings)
+    results = {}
+    for name, weight in (("danger_weighted", ConsultConfig().danger_weight), ("gain_only", 0.0)):
+        config = ConsultConfig(sources="packaged:ddxplus", danger_weight=weight)
+        consultant = build(context, config).consultant
+        diseases = consultant.differential.model.diseases
+        dangerous = {disease.name for disease, d in zip(diseases, consultant.dangerous, strict=True) if d}
+        hits = missed = left_open = 0
+        for case in cases:
+            state = consultant.start(complaint(renderer, case))
+            evidence = set(case.meta["hidden_evidence"])
+            for _ in range(QUESTIONS + 1):
+                report, _ = consultant.report(state)
+                if len(state.answered) == QUESTIONS or not report.questions:
+                    break
+                concept = report.questions[0].concept
+                said = set(consultant.concepts[concept].codes) & evidence
+                consultant.answer(state, concept, "present" if said else "absent")
+            gold = case.gold.answer if case.gold else None
+            named = {danger.name for danger in report.dangers}
+            hits += bool(report.differential) and report.differential[0].name == gold
+            missed += gold in dangerous and gold not in named
+            left_open += len(named - {gold})
+        results[name] = {
+            "gtpa@1": round(hits / len(cases), 4),
+            "dangers_missed": round(missed / len(cases), 4),
+            "dangers_left_open": round(left_open / len(cases), 3),
+        }
+    return results
+
+
+def complaint(renderer: FirstPersonRenderer, case: Case) -> str:
+    """A DDXPlus patient's age, sex and chief complaint, in the first person."""
+    assert case.patient is not None
+    demographics = case.patient.demographics
+    chief, _, _ = renderer.sentences([case.meta["initial_evidence"]], case.meta["initial_evidence"])
+    return " ".join([introduction(demographics.age, demographics.sex), *chief])
 
 
 # Runs the command in a child of this small process and prints the child's peak RSS (KiB): measured from the
@@ -298,6 +354,7 @@ def main() -> None:
                 settings, scratch_dir / name, dataset="text-cases", method="consult", data_path=path
             )
             with_options[name] = (sum(1 for _ in path.open()), scores["gtpa@1"], chance)
+        asked = questioning(settings, ddxplus, args.limit, args.seed)
         home = scratch_dir / "fresh-home"
         first_s, first_mb = timed_consult(home)
         warm = [timed_consult(home) for _ in range(WARM_RUNS)]
@@ -332,6 +389,12 @@ def main() -> None:
                     f"{name}_with_options_{key}": round(value, 4)
                     for name, (cases, gtpa, chance) in with_options.items()
                     for key, value in (("cases", cases), ("gtpa@1", gtpa), ("chance", chance))
+                },
+                "questioning_budget": QUESTIONS,
+                **{
+                    f"questioning_{policy}_{key}": value
+                    for policy, scores in asked.items()
+                    for key, value in scores.items()
                 },
                 "findings_dev_precision": round(precision, 3),
                 "findings_dev_recall": round(recall, 3),

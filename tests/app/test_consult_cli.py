@@ -56,6 +56,18 @@ def test_interactive_session_through_stdin(home) -> None:
     assert "You do not report" in final  # the "no" is part of the final answer
 
 
+def test_an_answer_that_is_a_red_flag_ends_the_interview_at_once(home) -> None:
+    text = "I have a headache and I feel sick"
+    result = invoke_cli("consult", "-i", text, "--max-questions", "5", stdin="yes\nyes\nyes\n", env=home)
+    assert result.returncode == 0, result.stderr
+    asked = [line for line in result.stdout.splitlines() if line.startswith("Q")]
+    flag = next(line for line in result.stdout.splitlines() if "red flag:" in line)
+    # the interview stops at the answer that raised it, after saying how urgently to act
+    assert flag.startswith(f"stopping after {len(asked)} questions") and len(asked) < 5
+    before = result.stdout.split(flag)[0]
+    assert "Call emergency services now." in before.split(asked[-1])[1]
+
+
 def test_input_errors_are_clean(home) -> None:
     _assert_clean_failure(invoke_cli("consult", "   ", env=home), "empty")
     _assert_clean_failure(invoke_cli("consult", "cough", "--patients", "ddxplus", env=home), "DATASET:PATH")

@@ -127,20 +127,29 @@ def consult(
 
 
 def _interview(method, case: Case, max_questions: int, confidence: float) -> Answer:
-    """Ask the most informative question, take the answer, redraw the differential; stop at the question
-    budget, at `confidence`, when no question is left, or on end of input."""
+    """Ask the best question, take the answer, redraw the differential; stop at the question budget, at
+    `confidence`, when no question is left, on end of input, or at once when an answer is a red flag (the
+    urgency sentence is printed then, before anything else)."""
     from clinrag.methods.consult.compose import rendered
 
     consultant = method.consultant
     state = consultant.start(case.question, case.language)
     asked = 0
+    flags_before: set[str] = set()  # the red flags before the last answer: one it raises ends the interview
     while True:
         data, evidence = consultant.report(state)
         report = rendered(data, case.language, {item.id: item.text for item in evidence})
         _print_differential(report.differential[:5])
         top = report.differential[0].probability if report.differential else 0.0
+        flagged = [flag.finding for flag in report.red_flags if flag.finding not in flags_before]
+        flags_before = {flag.finding for flag in report.red_flags}
+        if flagged and asked:
+            for sentence in report.sentences:
+                if sentence.kind == "urgency":
+                    out.print(sentence.text, markup=False, highlight=False, style="bold red")
         stop = (
-            "the question budget is spent" if asked >= max_questions
+            f"red flag: {', '.join(flagged)}" if flagged and asked
+            else "the question budget is spent" if asked >= max_questions
             else "confident" if top >= confidence
             else "no question left" if not report.questions
             else None

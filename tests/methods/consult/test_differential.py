@@ -11,7 +11,7 @@ from clinrag.graph.importers.records import SourceTraits
 from clinrag.methods.consult.differential import Differential, LikelihoodSettings, leading
 from clinrag.methods.consult.diseases import Disease, DiseaseModel
 from clinrag.methods.consult.listings import Listings
-from clinrag.methods.consult.questions import questions_about
+from clinrag.methods.consult.questions import danger_gain, next_questions, questions_about
 from clinrag.methods.consult.vocabulary import Vocabulary
 
 pytestmark = pytest.mark.unit
@@ -81,6 +81,58 @@ def test_the_gain_summed_over_the_explaining_diseases_is_the_gain_over_all(annot
         gain = _entropy(posterior) - (p_yes * _entropy(yes) + (1 - p_yes) * _entropy(posterior - yes))
         assert question.gain == pytest.approx(gain, abs=1e-12)
         assert question.p_yes == pytest.approx(p_yes, abs=1e-12)
+
+
+def _binary_entropy(p: np.ndarray) -> np.ndarray:
+    return -(p * np.log(p) + (1 - p) * np.log(1 - p))
+
+
+def test_the_danger_gain_is_the_expected_fall_of_each_dangerous_diagnosis_uncertainty() -> None:
+    differential = _differential(annotated=True)
+    vocabulary = differential.vocabulary
+    posterior = differential.posterior({vocabulary.lookup("fever").id: True})
+    dangerous = np.array([list(TABLE).index("Measles"), len(TABLE) + 1])  # Measles, Rare fever syndrome
+    findings = {concept.id: concept.name for concept in vocabulary.concepts}
+    questions = questions_about(differential, posterior, findings)
+    settled = danger_gain(differential, posterior, questions, dangerous)
+    for question, gain in zip(questions, settled, strict=True):
+        p = differential.likelihood(question.concept)  # every disease's likelihood, dense
+        p_yes = float((posterior * p).sum())
+        after_yes, after_no = posterior * p / p_yes, posterior * (1 - p) / (1 - p_yes)
+        expected = p_yes * _binary_entropy(after_yes[dangerous]) + (1 - p_yes) * _binary_entropy(
+            after_no[dangerous]
+        )
+        assert gain == pytest.approx((_binary_entropy(posterior[dangerous]) - expected).sum(), abs=1e-12)
+    # a rash settles Measles (one of the two) more than itching, which neither dangerous diagnosis lists
+    by_name = {q.name.lower(): g for q, g in zip(questions, settled, strict=True)}
+    assert by_name["rash"] > by_name["itching"] >= 0
+
+
+def test_the_danger_weight_puts_first_the_question_that_settles_the_dangerous_diagnoses() -> None:
+    differential = _differential(annotated=True)
+    fever = differential.vocabulary.lookup("fever").id
+    posterior = differential.posterior({fever: True})
+    dangerous = [list(TABLE).index("Gastroenteritis")]  # as if it were one not to miss
+    plain = next_questions(differential, posterior, {fever}, n=20)
+    weighted = next_questions(differential, posterior, {fever}, n=20, dangerous=dangerous, danger_weight=10.0)
+    assert all(q.danger == 0 for q in plain)  # no weight: information gain alone, as before
+    assert [q.concept for q in plain] == [q.concept for q in sorted(plain, key=lambda q: -q.gain)]
+    assert weighted[0].danger == max(q.danger for q in weighted) > 0
+    assert weighted[0].concept != plain[0].concept
+
+
+def test_a_finding_implied_by_a_narrower_one_present_counts_once() -> None:
+    differential = _differential()
+    vocabulary = differential.vocabulary
+    pain = Vocabulary.from_names(["Pain", "Muscle Pain"], "table", TRAITS).with_head_parents()
+    assert pain.lookup("muscle pain").parents == (pain.lookup("pain").id,)
+    differential = Differential(differential.model, vocabulary.merge(pain).with_head_parents())
+    muscle, general = (differential.vocabulary.lookup(name).id for name in ("muscle pain", "pain"))
+    alone = differential.posterior({muscle: True}, unsaid=False)
+    both = differential.posterior({muscle: True, general: True}, unsaid=False)
+    assert np.allclose(alone, both)
+    # an absent broader finding still counts: it says the narrower one is absent too
+    assert not np.allclose(alone, differential.posterior({muscle: True, general: False}, unsaid=False))
 
 
 def test_listings_keep_each_findings_first_place_and_load_as_saved(tmp_path) -> None:

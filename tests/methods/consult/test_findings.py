@@ -13,10 +13,11 @@ from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
-from clinrag.graph.importers.ddxplus_findings import first_person, question_phrases
+from clinrag.graph.importers.ddxplus_findings import first_person, question_phrases, site_terms
 from clinrag.methods.consult.consultant import asked_name, display_name
 from clinrag.methods.consult.findings import FindingExtractor, Findings
 from clinrag.methods.consult.vocabulary import Vocabulary
+from clinrag.terms.hpo import hpo_terms
 
 README_TEXT = (
     "I am 45 and have had a fever, a productive cough and pain on the right side of my chest when I breathe "
@@ -198,7 +199,8 @@ def test_ddxplus_vocabulary_names_concepts_by_question(ddxplus: Vocabulary) -> N
     assert "ddxplus:E_55_@_V_129" in merged.lookup("ear pain").ids  # joined to HPO's Ear pain
     assert merged.by_code("E_55_@_V_130").id == merged.lookup("ear pain").id
     tonsil = merged.lookup("tonsil pain")
-    assert tonsil.parents == (merged.lookup("pain").id,)  # the parent follows its merge
+    # the parents follow their merge: DDXPlus's pain, and the HPO finding of the site's region
+    assert tonsil.parents == (merged.lookup("pain").id, merged.lookup("sore throat").id)
     assert question_phrases("Do you have swollen or painful lymph nodes?") == (
         "swollen or painful lymph nodes",
     )
@@ -271,6 +273,26 @@ def test_pain_in_a_listed_site_of_the_knowledge(ddxplus: Vocabulary, hpo: Vocabu
         "Pharyngalgia": "present",
         "Ankle swelling": "present",
     }
+
+
+def test_a_ddxplus_site_is_a_kind_of_the_hpo_finding_of_its_region(
+    ddxplus: Vocabulary, hpo: Vocabulary
+) -> None:
+    merged = hpo.merge(ddxplus)
+    abdominal_pain = merged.lookup("abdominal pain")
+    # pain in one part of the belly is abdominal pain, and pain as DDXPlus asks it
+    assert abdominal_pain.id in merged.lookup("iliac fossa pain").parents
+    assert merged.lookup("calf swelling").parents[-1] == merged.lookup("pedal edema").id
+    # pain in the belly is abdominal pain itself, the site's codes joined to it
+    assert merged.lookup("belly pain") == abdominal_pain and "E_55_@_V_187" in abdominal_pain.codes
+
+
+def test_the_site_table_names_real_ddxplus_sites_and_hpo_terms(ddxplus: Vocabulary) -> None:
+    sites = {c.name for c in ddxplus.concepts}
+    terms = hpo_terms()
+    for (kind, site), row in site_terms().items():
+        assert f"{site} {kind}" in sites, (kind, site)
+        assert terms[row["hpo"]].name == row["label"], row
 
 
 def test_a_plain_name_is_a_kind_of_what_its_head_names(hpo: Vocabulary) -> None:
@@ -371,6 +393,15 @@ def test_lay_constructions_name_the_body_part(extractor: FindingExtractor) -> No
         "Tremor": "present",
     }
     assert _statuses(extractor.extract("It burns when I pee.")) == {"Dysuria": "present"}
+    assert _statuses(extractor.extract("Sex hurts deep inside.")) == {"Dyspareunia": "present"}
+    # a noise on breathing in is stridor, on breathing out a wheeze; a noise elsewhere is neither
+    assert _statuses(extractor.extract("He makes a squeaky noise when he breathes in.")) == {
+        "Stridor": "present"
+    }
+    assert _statuses(extractor.extract("There's a whistling sound when I breathe out.")) == {
+        "Wheezing": "present"
+    }
+    assert _statuses(extractor.extract("There is a noise in his chest when he sleeps.")) == {}
     # what a relative says of the patient is the patient's
     assert _statuses(extractor.extract("My wife says I snore.")) == {"Snoring": "present"}
     # a water tablet for blood pressure is no blood in the urine
@@ -475,7 +506,8 @@ def test_meaning_raises_dev_recall_without_losing_precision(
 ) -> None:
     phrases = dev_scores(FindingExtractor(lay_vocabulary))
     meaning = dev_scores(by_meaning)
-    assert meaning["all"]["recall"] >= phrases["all"]["recall"] + 0.2, (phrases, meaning)
+    # (the phrase rules now read the breathing noises that meaning alone read before: the gap is a bit less)
+    assert meaning["all"]["recall"] >= phrases["all"]["recall"] + 0.19, (phrases, meaning)
     assert meaning["present"]["precision"] >= phrases["present"]["precision"] - 0.02, (phrases, meaning)
     assert meaning["all"]["precision"] >= 0.75, meaning
 

@@ -2,7 +2,8 @@
 its English question, with the finding phrases the question asks about as synonyms ("Have you had chills or
 shivers?" → "chills or shivers", "chills", "shivers"), each also as the patient says it; and one finding per
 body site of the pain and swelling site evidences, a kind of the finding it details ("ear pain" for pain in
-the right or the left ear)."""
+the right or the left ear) and, where `data/ddxplus_sites.jsonl` says, of the HPO finding of its body region
+("iliac fossa pain" of Abdominal pain), or the same finding ("belly pain" is Abdominal pain)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,15 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+import srsly
+
 from clinrag.graph.importers.records import FindingTerm
 from clinrag.graph.matching import normalize
 from clinrag.patients.loaders import NOWHERE, VALUE_SEPARATOR, EvidenceDecoder, site_and_side
 
 EVIDENCES = "release_evidences.json"
+# (kind, DDXPlus site) → the HPO finding of that body region: {"kind", "site", "hpo", "label", "same"}
+SITE_TERMS = Path(__file__).parent / "data" / "ddxplus_sites.jsonl"
 ID_PREFIX = "ddxplus:"
 MIN_SURFACE_LENGTH = 3  # shorter surface forms ("Ab", "QT") match ordinary words more often than findings
 
@@ -70,9 +75,17 @@ def ddxplus_findings(folder: str | Path, *, antecedents: bool = True) -> list[Fi
     return terms + _site_findings(decoder)
 
 
+def site_terms(path: Path = SITE_TERMS) -> dict[tuple[str, str], dict]:
+    """(kind, site) → its HPO finding: {"hpo": "HP:0002027", "label": "Abdominal pain", "same": bool}."""
+    return {(row["kind"], row["site"]): row for row in srsly.read_jsonl(path)}
+
+
 def _site_findings(decoder: EvidenceDecoder) -> list[FindingTerm]:
-    """A finding per body site of the `SITE_FINDINGS` evidences, a kind of the finding it details; its codes
-    are the coded values ("E_55_@_V_129" and "…_V_130" for the right and left ear)."""
+    """A finding per body site of the `SITE_FINDINGS` evidences, a kind of the finding it details and of the
+    HPO finding of its region (named by its HPO id, which the vocabulary resolves), or named as that finding
+    too when it is the same; its codes are the coded values ("E_55_@_V_129" and "…_V_130" for the right and
+    left ear)."""
+    regions = site_terms()
     terms = []
     for name, (head, template, kind) in SITE_FINDINGS.items():
         by_site: dict[str, list[str]] = {}
@@ -82,11 +95,16 @@ def _site_findings(decoder: EvidenceDecoder) -> list[FindingTerm]:
                 by_site.setdefault(site, []).append(f"{name}{VALUE_SEPARATOR}{value}")
         for site, codes in by_site.items():
             words = site.split()
+            region = regions.get((kind, site))
+            parents = (f"{ID_PREFIX}{head}",)
+            if region is not None and not region["same"]:
+                parents += (region["hpo"],)
             terms.append(
                 FindingTerm(
                     f"{ID_PREFIX}{codes[0]}",
                     template.format(site=site),
-                    parents=(f"{ID_PREFIX}{head}",),
+                    synonyms=(region["label"],) if region is not None and region["same"] else (),
+                    parents=parents,
                     site=(site.casefold(), kind) if len(words) == 1 and site.isalpha() else None,
                     codes=tuple(codes),
                 )

@@ -42,7 +42,8 @@ class FindingTerm:
     id: str  # unique across sources ("ddxplus:E_91")
     name: str
     synonyms: tuple[str, ...] = ()
-    parents: tuple[str, ...] = ()  # ids of the broader findings it is a kind of
+    # the broader findings it is a kind of: their ids, or a code another vocabulary's finding has (an HPO id)
+    parents: tuple[str, ...] = ()
     question: str | None = None  # the question that asks about it, when the source words one
     site: tuple[str, str] | None = None  # a finding at one body site: (site word, kind): ("ear", "pain")
     codes: tuple[str, ...] = ()  # the codes patients' records give it ("E_91", "E_55_@_V_129")

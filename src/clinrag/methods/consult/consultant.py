@@ -100,6 +100,7 @@ class Consultant:
         diagnoses: int = DDX_SIZE,
         kb: KnowledgeBase | None = None,
         cant_miss_above: float = 0.02,
+        danger_weight: float = 0.3,
     ) -> None:
         self.differential = differential
         self.extractors = extractors  # the finding extractor of an input language
@@ -110,6 +111,8 @@ class Consultant:
         self.diagnoses = diagnoses
         # a dangerous diagnosis is named first, with what rules it in or out, from this probability on
         self.cant_miss_above = cant_miss_above
+        # a question's weight for ruling those dangerous diagnoses in or out, beside its information gain
+        self.danger_weight = danger_weight
         self.concepts = {concept.id: concept for concept in differential.vocabulary.concepts}
 
     def patients(self) -> int | None:
@@ -242,7 +245,7 @@ class Consultant:
             for diagnosis in report.differential[:STEP_DIAGNOSES]:
                 diagnosis.statements = self._statements(diagnosis, state.exclude, evidence)
             # what the text says both ways is asked again; what was answered, or said once, is not
-            report.questions = self._questions(posterior, said.keys() - contradicted, evidence)
+            report.questions = self._questions(posterior, said.keys() - contradicted, statuses, evidence)
             report.next_steps = self._steps(report.differential[:STEP_DIAGNOSES], evidence)
             report.dangers = self._dangers(posterior, evidence)
             top = report.differential[0].probability
@@ -256,12 +259,26 @@ class Consultant:
         report.urgency = most_urgent([item.urgency for item in raised])
         return report, list(evidence.values())
 
+    @cached_property
+    def dangerous(self) -> np.ndarray:
+        """Per disease of the model: whether it is a diagnosis not to miss (the can't-miss table names it, or
+        its source rates it severe)."""
+        tables = self.differential.clinical
+        return np.array(
+            [
+                tables.danger_of(disease) is not None
+                or (disease.severity is not None and disease.severity <= SEVERE)
+                for disease in self.differential.model.diseases
+            ],
+            dtype=bool,
+        )
+
     def _dangers(self, posterior: np.ndarray, evidence: dict[str, Evidence]) -> list[DangerOut]:
         """The dangerous diagnoses at `cant_miss_above` or more, most probable first: those the can't-miss
         table names (by ICD-10 code), and those whose source rates them severe (DDXPlus severity 1 or 2)."""
         model, tables = self.differential.model, self.differential.clinical
         dangers = []
-        for row in np.flatnonzero(posterior >= self.cant_miss_above):
+        for row in np.flatnonzero(self.dangerous & (posterior >= self.cant_miss_above)):
             disease = model.diseases[row]
             danger = tables.danger_of(disease)
             if danger is not None:
@@ -279,13 +296,11 @@ class Consultant:
                 )
                 urgency: Urgency = danger.urgency
                 rule_out, cites = list(danger.rule_out), [cited]
-            elif disease.severity is not None and disease.severity <= SEVERE:
+            else:  # rated severe by its source
                 urgency = "emergency" if disease.severity == 1 else "same_day"
                 rule_out = disease.tests[:SHOWN_RULE_OUT]
                 cites = [self._severity(disease, evidence)]
                 cites += [self._fact(disease, Relation.RECOMMEND_TEST, test, evidence) for test in rule_out]
-            else:
-                continue
             dangers.append(
                 DangerOut(
                     name=disease.name,
@@ -429,10 +444,25 @@ class Consultant:
         return [item.id for item in found]
 
     def _questions(
-        self, posterior: np.ndarray, asked: Collection[str], evidence: dict[str, Evidence]
+        self,
+        posterior: np.ndarray,
+        asked: Collection[str],
+        statuses: dict[str, FindingStatus],
+        evidence: dict[str, Evidence],
     ) -> list[QuestionOut]:
+        in_play = np.flatnonzero(self.dangerous & (posterior >= self.cant_miss_above))
+        # what a finding present implies is not asked ("cough?" of a barking cough)
+        parents = self.differential.vocabulary.parents
+        present = [concept for concept, status in statuses.items() if status == "present"]
+        asked = {*asked, *(above for concept in present for above in reachable(concept, parents))}
         questions = next_questions(
-            self.differential, posterior, asked, self.questions, self.candidate_diseases
+            self.differential,
+            posterior,
+            asked,
+            self.questions,
+            self.candidate_diseases,
+            dangerous=in_play.tolist(),
+            danger_weight=self.danger_weight,
         )
         return self._question_outs(questions, posterior, evidence)
 

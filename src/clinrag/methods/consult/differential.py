@@ -190,7 +190,7 @@ class Differential:
             for parent in concept.parents if concept.site else ():
                 sites[parent] = sites.get(parent, 0) + 1
         self._site_share = {
-            c.id: min(1.0 / sites[p] for p in c.parents) for c in vocabulary.concepts if c.site and c.parents
+            (c.id, parent): 1.0 / sites[parent] for c in vocabulary.concepts if c.site for parent in c.parents
         }
         self.below = below if below is not None else self.listings.below(self._parents)
         self._base_rates = np.asarray(model.base_rates())
@@ -317,7 +317,16 @@ class Differential:
         if duration_days is not None:
             missed = (self._course_start > duration_days) | (self._course_end < duration_days)
             log_p = log_p + np.where(missed, np.log(self.settings.course_mismatch), 0.0)
+        # a finding present is implied by a narrower one present ("cough" by "barking cough"): counted once
+        implied = {
+            above
+            for concept, present in known.items()
+            if present
+            for above in reachable(concept, self._parents)[1:]
+        }
         for concept, present in known.items():
+            if present and concept in implied:
+                continue
             p = self.likelihood(concept)
             # a finding looked for and not found: the looking misses some (`absent_reliability`)
             log_p += np.log(p if present else 1.0 - self.settings.absent_reliability * p)
@@ -416,8 +425,8 @@ class Differential:
             through = []
             if steps <= settings.broader_steps:
                 share = settings.broader_share**steps
-                if steps == 1 and concept in self._site_share:
-                    share = min(share, self._site_share[concept])
+                if steps == 1 and (concept, ancestor) in self._site_share:
+                    share = min(share, self._site_share[concept, ancestor])
                 through.append((self.listings, listed_p, share))
             if settings.specific_share > 0:
                 under = self.below.span(ancestor)

@@ -54,6 +54,9 @@ class ConsultConfig(MethodConfig):
     # a dangerous diagnosis (`clinical_tables/cant_miss.jsonl`, or rated severe by its source) is named first
     # from this probability on
     cant_miss_above: float = Field(default=0.02, ge=0.0, le=1.0)
+    # a question scores its information gain plus this times how much it would settle those diagnoses
+    # (chosen on 400 DDXPlus patients of seed 1, benchmarks/bench_consult.py (ix); reported on seed 0)
+    danger_weight: float = Field(default=0.3, ge=0.0, le=10.0)
     candidate_diseases: int = Field(default=CANDIDATE_DISEASES, ge=1, le=100)  # questions come from these
     # The differential's likelihoods (see `differential`; set a priori, not fitted to any evaluation set):
     # P(f | d) of a listed finding, at most `typical` and `spectrum` / the disease's listed findings; `leak`
@@ -288,6 +291,7 @@ def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultan
         candidate_diseases=config.candidate_diseases,
         abstain_below=config.abstain_below,
         cant_miss_above=config.cant_miss_above,
+        danger_weight=config.danger_weight,
         kb=context.knowledge_base(config.kb, param="kb") if config.kb else None,
     )
 

@@ -253,6 +253,9 @@ class ConstructionsPipe:
                 continue
             window = range(max(0, i - rule.before), min(len(words), i + rule.after + 1))
             near = [j for j in window if words[j] in self.rules.words(rule.words)]
+            if rule.followed_by is not None:
+                then = self.rules.words(rule.followed_by)
+                near = [j for j in near if j + 1 < len(words) and words[j + 1] in then]
             if near:
                 return [self._span(sentence, min(i, near[0]), max(i, near[-1]) + 1, concept)]
         return []

@@ -1,10 +1,11 @@
 """The next questions: the findings whose answer would most reduce the uncertainty of the differential
-(expected information gain: the entropy now minus the expected entropy after a yes or a no)."""
+(expected information gain: the entropy now minus the expected entropy after a yes or a no), with weight
+given to those that would rule a dangerous diagnosis in or out (`danger_gain`)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -19,6 +20,10 @@ class Question:
     name: str  # the finding's name as the knowledge gives it
     gain: float  # expected information gain (nats)
     p_yes: float  # the probability of a yes under the current differential
+    danger: float = 0.0  # how much the answer is expected to settle the dangerous diagnoses (nats)
+
+    def score(self, danger_weight: float) -> float:
+        return self.gain + danger_weight * self.danger
 
 
 def next_questions(
@@ -27,19 +32,50 @@ def next_questions(
     asked: Collection[str],
     n: int = 3,
     candidate_diseases: int = CANDIDATE_DISEASES,
+    dangerous: Sequence[int] = (),
+    danger_weight: float = 0.0,
 ) -> list[Question]:
-    """The `n` most informative askable findings (`Concept.askable`: a source declares its findings can be
-    asked in a patient's words) not yet asked about, most informative first, among the findings of the
-    `candidate_diseases` leading diseases."""
+    """The `n` best askable findings (`Concept.askable`: a source declares its findings can be asked in a
+    patient's words) not yet asked about, best first, among the findings of the `candidate_diseases` leading
+    diseases and of the `dangerous` ones (rows of the dangerous diagnoses still in play). A question scores
+    its information gain plus `danger_weight` times how much it would settle the dangerous diagnoses: a
+    doctor asks first what rules out what must not be missed, not only what splits the likely ones."""
     candidates: dict[str, str] = {}
-    for row in leading(posterior, candidate_diseases):
+    for row in [*leading(posterior, candidate_diseases), *dangerous]:
         for symptom in differential.model.diseases[row].symptoms:
             concept = differential.vocabulary.lookup(symptom)
             if concept is not None and concept.id not in asked and concept.askable:
                 candidates.setdefault(concept.id, concept.name)
     questions = questions_about(differential, posterior, candidates)
-    questions.sort(key=lambda q: (-q.gain, q.concept))
+    if dangerous and danger_weight > 0:
+        settled = danger_gain(differential, posterior, questions, np.asarray(dangerous, dtype=int))
+        questions = [replace(q, danger=float(d)) for q, d in zip(questions, settled, strict=True)]
+    questions.sort(key=lambda q: (-q.score(danger_weight), q.concept))
     return questions[:n]
+
+
+def danger_gain(
+    differential: Differential, posterior: np.ndarray, questions: Sequence[Question], dangerous: np.ndarray
+) -> np.ndarray:
+    """Per question: the expected fall, summed over the `dangerous` diseases (rows), of the uncertainty
+    whether the patient has each one (the binary entropy of its probability), after a yes or a no."""
+    prior = np.clip(posterior[dangerous], 0.0, 1.0)
+    now = _binary_entropy(prior).sum()
+    annotated = differential.annotated[dangerous]
+    gains = np.zeros(len(questions))
+    for i, question in enumerate(questions):
+        rows, listed, (leak_annotated, leak_plain) = differential.sparse_likelihood(question.concept)
+        likelihood = np.where(annotated, leak_annotated, leak_plain)
+        position = {row: j for j, row in enumerate(rows.tolist())}
+        for j, row in enumerate(dangerous.tolist()):
+            if row in position:
+                likelihood[j] = listed[position[row]]
+        p_yes = min(max(question.p_yes, 1e-12), 1.0 - 1e-12)
+        after_yes = np.clip(prior * likelihood / p_yes, 0.0, 1.0)
+        after_no = np.clip(prior * (1.0 - likelihood) / (1.0 - p_yes), 0.0, 1.0)
+        expected = p_yes * _binary_entropy(after_yes).sum() + (1.0 - p_yes) * _binary_entropy(after_no).sum()
+        gains[i] = now - expected
+    return gains
 
 
 def questions_about(
@@ -92,6 +128,10 @@ def questions_about(
         Question(concept, name, float(-everywhere - gain), float(yes))
         for (concept, name), gain, yes in zip(findings.items(), expected, p_yes, strict=True)
     ]
+
+
+def _binary_entropy(p: np.ndarray) -> np.ndarray:
+    return -_xlogx(p) - _xlogx(1.0 - p)
 
 
 def _xlogx(x: np.ndarray) -> np.ndarray:

@@ -11,8 +11,10 @@ record shape per file (as medspaCy keeps `resources/en/context_rules.json`):
 - `word_sets.json`: `{"name", "words"}`: the word classes the constructions and clause rules use;
 - `constructions.json`: `{"cues", "parts", "default", "site", "refine"}`: a cue word near a body part names
   the part's finding ("pain … in my chest" → chest pain);
-- `nearby.json`: `{"cues", "before", "after", "words", "targets"}`: a cue word with a word of a class within a
-  window names a finding ("coughing up green phlegm" → productive cough), the first record matching wins;
+- `nearby.json`: `{"cues", "before", "after", "words", "targets", "followed_by"}`: a cue word with a word of a
+  class within a window (followed by a word of the class `followed_by`, when given) names a finding
+  ("coughing up green phlegm" → productive cough; "a squeaky noise when breathing in" → stridor), the first
+  record matching wins;
 - `patterns.json`: `{"name", "pattern"}`: the regular expressions of age, sex, duration, onset and clauses;
 - `tables.json`: `{"table", "key", "value"}`: number words, units, plain words for slang, templates.
 
@@ -84,6 +86,7 @@ class Nearby:
     after: int
     words: str
     targets: tuple[str, ...]
+    followed_by: str | None = None  # a class the near word must be followed by ("breathing" + "in")
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,7 @@ def _rules(language: str, raw: dict[str, Any], digest: str) -> LanguageRules:
             after=int(r["after"]),
             words=_known(r["words"], word_sets),
             targets=tuple(r["targets"]),
+            followed_by=_known(r["followed_by"], word_sets) if r.get("followed_by") else None,
         )
         for r in raw["nearby.json"]
     )

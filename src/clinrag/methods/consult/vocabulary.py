@@ -122,8 +122,10 @@ class Vocabulary:
                 codes=(*current.codes, *concept.codes),
                 layperson=current.layperson or concept.layperson,
             )
-        # a parent named by an id that is now another concept's alias is that concept
-        owner = {alias: concept.id for concept in merged.values() for alias in concept.ids}
+        # a parent named by an id that is now another concept's alias, or by another concept's code (an HPO
+        # id), is that concept
+        owner = {code: concept.id for concept in merged.values() for code in concept.codes}
+        owner |= {alias: concept.id for concept in merged.values() for alias in concept.ids}
         return Vocabulary(
             [
                 replace(c, parents=tuple(dict.fromkeys(owner.get(p, p) for p in c.parents)))
