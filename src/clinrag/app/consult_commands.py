@@ -141,14 +141,15 @@ def _interview(method, case: Case, max_questions: int, confidence: float) -> Ans
         report = rendered(data, case.language, {item.id: item.text for item in evidence})
         _print_differential(report.differential[:5])
         top = report.differential[0].probability if report.differential else 0.0
-        flagged = [flag.finding for flag in report.red_flags if flag.finding not in flags_before]
-        flags_before = {flag.finding for flag in report.red_flags}
-        if flagged and asked:
-            for sentence in report.sentences:
-                if sentence.kind == "urgency":
-                    out.print(sentence.text, markup=False, highlight=False, style="bold red")
+        # the red flags the last answer raised (none before the first answer: the text's are in the answer)
+        flags = [flag.finding for flag in report.red_flags]
+        raised = [flag for flag in flags if flag not in flags_before] if asked else []
+        flags_before = set(flags)
+        for sentence in report.sentences if raised else ():
+            if sentence.kind == "urgency":
+                out.print(sentence.text, markup=False, highlight=False, style="bold red")
         stop = (
-            f"red flag: {', '.join(flagged)}" if flagged and asked
+            f"red flag: {', '.join(raised)}" if raised
             else "the question budget is spent" if asked >= max_questions
             else "confident" if top >= confidence
             else "no question left" if not report.questions

@@ -452,9 +452,8 @@ class Consultant:
     ) -> list[QuestionOut]:
         in_play = np.flatnonzero(self.dangerous & (posterior >= self.cant_miss_above))
         # what a finding present implies is not asked ("cough?" of a barking cough)
-        parents = self.differential.vocabulary.parents
         present = [concept for concept, status in statuses.items() if status == "present"]
-        asked = {*asked, *(above for concept in present for above in reachable(concept, parents))}
+        asked = {*asked, *self.differential.vocabulary.broader(present)}
         questions = next_questions(
             self.differential,
             posterior,

@@ -318,12 +318,7 @@ class Differential:
             missed = (self._course_start > duration_days) | (self._course_end < duration_days)
             log_p = log_p + np.where(missed, np.log(self.settings.course_mismatch), 0.0)
         # a finding present is implied by a narrower one present ("cough" by "barking cough"): counted once
-        implied = {
-            above
-            for concept, present in known.items()
-            if present
-            for above in reachable(concept, self._parents)[1:]
-        }
+        implied = self.vocabulary.broader(concept for concept, present in known.items() if present)
         for concept, present in known.items():
             if present and concept in implied:
                 continue

@@ -61,15 +61,9 @@ def danger_gain(
     whether the patient has each one (the binary entropy of its probability), after a yes or a no."""
     prior = np.clip(posterior[dangerous], 0.0, 1.0)
     now = _binary_entropy(prior).sum()
-    annotated = differential.annotated[dangerous]
     gains = np.zeros(len(questions))
     for i, question in enumerate(questions):
-        rows, listed, (leak_annotated, leak_plain) = differential.sparse_likelihood(question.concept)
-        likelihood = np.where(annotated, leak_annotated, leak_plain)
-        position = {row: j for j, row in enumerate(rows.tolist())}
-        for j, row in enumerate(dangerous.tolist()):
-            if row in position:
-                likelihood[j] = listed[position[row]]
+        likelihood = differential.likelihood(question.concept)[dangerous]
         p_yes = min(max(question.p_yes, 1e-12), 1.0 - 1e-12)
         after_yes = np.clip(prior * likelihood / p_yes, 0.0, 1.0)
         after_no = np.clip(prior * (1.0 - likelihood) / (1.0 - p_yes), 0.0, 1.0)

@@ -79,6 +79,12 @@ class Vocabulary:
         """Concept id → the ids of the broader concepts it is a kind of (built once, read by every part)."""
         return {concept.id: concept.parents for concept in self.concepts}
 
+    def broader(self, concepts: Iterable[str]) -> set[str]:
+        """Every concept the given ones are kinds of, up the hierarchy; one of them is in it only as a kind of
+        another ("cough" for "cough" and "barking cough")."""
+        parents = self.parents
+        return {above for concept in concepts for above in reachable(concept, parents)[1:]}
+
     def lookup(self, name: str) -> Concept | None:
         assert self.index is not None
         k = self.index.get(normalize(name))
