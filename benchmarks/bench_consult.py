@@ -20,7 +20,8 @@
 (vi) The development presentations (presentations_dev*.jsonl) on the packaged knowledge: top-3 hits.
 (vii) Questions that come with their options, on the packaged knowledge: MedQA's "most likely diagnosis"
     questions (the US test split) and iCraft-MD's vignettes, each option ranked (`option_ranking`): GTPA@1
-    against chance (1 / the options).
+    against chance (1 / the options), and the same with ties at the top counted as a fair draw (what any
+    tie-break gives on average; the hash that breaks them moves a run's GTPA@1 by several points).
 (viii) The lay development presentations of the 49 DDXPlus conditions (ddxplus_lay_dev.jsonl beside the
     others, written in patients' and parents' words by a helper session that never saw the engine):
     GTPA@1/3/10 on the packaged default knowledge and on the DDXPlus table with its patients as experience.
@@ -93,6 +94,21 @@ def options_cases(dataset: str, data: Path, out: Path, diagnosis_only: bool) -> 
         lines.append(json.dumps(record))
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out, sum(1 / len(case.options) for case in cases) / len(cases)
+
+
+def tie_fair_top1(run: Path) -> float:
+    """GTPA@1 of a run with options, each case counted as the chance its gold wins a fair draw among the
+    options tied at the top (1 / their number), not by the hash that breaks the tie: the figure every
+    tie-break gives on average."""
+    hits = []
+    for line in (run / "results.jsonl").open(encoding="utf-8"):
+        result = json.loads(line)
+        step = next(s for s in result["answer"]["trace"]["steps"] if s["name"] == "consult.options")
+        probabilities = {text: probability for text, probability, *_ in step["output"]["options"]}
+        top = max(probabilities.values())
+        tied = [text for text, probability in probabilities.items() if probability == top]
+        hits.append(1 / len(tied) if result["gold"]["answer"] in tied else 0.0)
+    return sum(hits) / len(hits)
 
 
 def evaluate(settings: Settings, out: Path, **request) -> dict[str, float]:
@@ -353,7 +369,12 @@ def main() -> None:
             scores = evaluate(
                 settings, scratch_dir / name, dataset="text-cases", method="consult", data_path=path
             )
-            with_options[name] = (sum(1 for _ in path.open()), scores["gtpa@1"], chance)
+            with_options[name] = (
+                sum(1 for _ in path.open()),
+                scores["gtpa@1"],
+                tie_fair_top1(scratch_dir / name),
+                chance,
+            )
         asked = questioning(settings, ddxplus, args.limit, args.seed)
         home = scratch_dir / "fresh-home"
         first_s, first_mb = timed_consult(home)
@@ -387,8 +408,13 @@ def main() -> None:
                 },
                 **{
                     f"{name}_with_options_{key}": round(value, 4)
-                    for name, (cases, gtpa, chance) in with_options.items()
-                    for key, value in (("cases", cases), ("gtpa@1", gtpa), ("chance", chance))
+                    for name, (cases, gtpa, fair, chance) in with_options.items()
+                    for key, value in (
+                        ("cases", cases),
+                        ("gtpa@1", gtpa),
+                        ("tie_fair_gtpa@1", fair),
+                        ("chance", chance),
+                    )
                 },
                 "questioning_budget": QUESTIONS,
                 **{

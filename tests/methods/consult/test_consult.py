@@ -263,6 +263,24 @@ def test_a_reader_gets_numbered_references_with_their_sources(packaged) -> None:
     assert reference(by_id[first_said], "fr").endswith("— ce que vous avez dit")
 
 
+def test_a_disease_named_in_two_sources_cites_each_finding_to_the_source_that_lists_it(
+    consult_home: Path,
+) -> None:
+    """Pneumonia is in the disease table and in DDXPlus: a finding only DDXPlus lists is cited to DDXPlus and
+    named as a finding, not by the question that asks about it."""
+    context = MethodContext(settings=Settings(home=consult_home))
+    sources = "packaged:faker-diseases,packaged:hpo-diseases,packaged:ddxplus"
+    method = ConsultMethod(build_consultant(context, ConsultConfig(sources=sources)))
+    answer = ask(method, README_EXAMPLE)
+    facts = {e.id: e for e in answer.evidence if e.id.startswith("graph:Pneumonia|HAS_SYMPTOM")}
+    by_source = {e.source for e in facts.values()}
+    assert by_source == {"graph:faker-diseases", "graph:ddxplus"}
+    for fact in facts.values():
+        title = fact.provenance["title"]
+        assert ("DDXPlus" in title) == (fact.source == "graph:ddxplus"), fact
+        assert "?" not in fact.text, fact.text
+
+
 def test_questions_are_put_to_whom_the_account_is_about(packaged) -> None:
     child = ask(packaged, "My 3-year-old has had a barking cough since last night and a fever.")
     assert child.details["subject"] == "child" and child.details["questions"]

@@ -135,6 +135,27 @@ def test_a_finding_implied_by_a_narrower_one_present_counts_once() -> None:
     assert not np.allclose(alone, differential.posterior({muscle: True, general: False}, unsaid=False))
 
 
+def test_what_goes_unsaid_counts_once_for_a_disease_named_in_two_sources() -> None:
+    """A disease two sources list counts each finding not mentioned as the mean over its sources' lists: as
+    much as the two lists apart, halved, not as both lists in full."""
+    table, survey = ["Fever", "Cough", "Headache"], ["Rash", "Itching", "Nausea", "Vomiting", "Diarrhea"]
+    diseases = [
+        Disease("Joined", "table", "J", symptoms=table + survey, origins=["table"] * 3 + ["survey"] * 5),
+        Disease("Table only", "table", "T", symptoms=list(table)),
+        Disease("Survey only", "survey", "S", symptoms=list(survey)),
+        Disease("Bare", "table", "B"),
+    ]
+    traits = {"table": TRAITS, "survey": TRAITS}
+    model = DiseaseModel(["table", "survey"], diseases, traits)
+    vocabulary = Vocabulary.from_names(sorted({*table, *survey}), "table", TRAITS)
+    differential = Differential(model, vocabulary)
+    for said in ({}, {vocabulary.lookup("fever").id: True, vocabulary.lookup("rash").id: True}):
+        silence = differential.unmentioned(said)
+        joined, table_only, survey_only, bare = silence
+        assert joined < bare  # it still costs something
+        assert joined - bare == pytest.approx(((table_only - bare) + (survey_only - bare)) / 2)
+
+
 def test_listings_keep_each_findings_first_place_and_load_as_saved(tmp_path) -> None:
     differential = _differential()
     listings = differential.listings

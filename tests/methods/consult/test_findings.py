@@ -13,7 +13,12 @@ from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
-from clinrag.graph.importers.ddxplus_findings import first_person, question_phrases, site_terms
+from clinrag.graph.importers.ddxplus_findings import (
+    evidence_terms,
+    first_person,
+    question_phrases,
+    site_terms,
+)
 from clinrag.methods.consult.consultant import asked_name, display_name
 from clinrag.methods.consult.findings import FindingExtractor, Findings
 from clinrag.methods.consult.vocabulary import Vocabulary
@@ -186,7 +191,7 @@ def test_ddxplus_vocabulary_names_concepts_by_question(ddxplus: Vocabulary) -> N
     assert cough.id == "ddxplus:E_201" and cough.name == "Do you have a cough?"
     assert ddxplus.lookup("increased sweating").id == "ddxplus:E_50"
     assert ddxplus.lookup("fever").id == "ddxplus:E_91"
-    assert {"chills", "shivers"} <= set(ddxplus.lookup("chills").synonyms)
+    assert {"chills", "shivers"} <= {s.casefold() for s in ddxplus.lookup("chills").synonyms}
     assert all(c.id.startswith("ddxplus:E_") for c in ddxplus.concepts)
     # the 208 yes/no evidences of release_evidences.json, and the 101 body sites of pain and of swelling
     assert len(ddxplus) == 208 + 2 * 101
@@ -293,6 +298,29 @@ def test_the_site_table_names_real_ddxplus_sites_and_hpo_terms(ddxplus: Vocabula
     for (kind, site), row in site_terms().items():
         assert f"{site} {kind}" in sites, (kind, site)
         assert terms[row["hpo"]].name == row["label"], row
+
+
+def test_the_evidence_table_names_real_ddxplus_questions_and_hpo_terms(data_dir: Path) -> None:
+    release = json.loads((data_dir / "ddxplus" / "release_evidences.json").read_text(encoding="utf-8"))
+    terms = hpo_terms()
+    rows = evidence_terms()
+    assert len(rows) > 100
+    for code, row in rows.items():
+        assert release[code]["data_type"] == "B" and release[code]["question_en"] == row["question"], row
+        assert terms[row["hpo"]].name == row["label"] and not terms[row["hpo"]].obsolete, row
+
+
+def test_a_ddxplus_evidence_is_or_is_a_kind_of_the_hpo_finding_its_table_names(
+    ddxplus: Vocabulary, hpo: Vocabulary
+) -> None:
+    merged = hpo.merge(ddxplus)
+    # the same finding: one concept, HPO's, answering to the evidence's code
+    sputum = merged.lookup("productive cough")
+    assert sputum.id == "hpo:HP:0031245" and "E_77" in sputum.codes
+    assert merged.by_code("E_211") == merged.lookup("vomiting")
+    assert merged.by_code("E_220") == merged.lookup("pleuritic chest pain")
+    # a kind of it: a wheezing sound on breathing out is wheezing
+    assert merged.lookup("wheezing").id in merged.by_code("E_214").parents
 
 
 def test_a_plain_name_is_a_kind_of_what_its_head_names(hpo: Vocabulary) -> None:

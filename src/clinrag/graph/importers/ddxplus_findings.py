@@ -3,7 +3,8 @@ its English question, with the finding phrases the question asks about as synony
 shivers?" → "chills or shivers", "chills", "shivers"), each also as the patient says it; and one finding per
 body site of the pain and swelling site evidences, a kind of the finding it details ("ear pain" for pain in
 the right or the left ear) and, where `data/ddxplus_sites.jsonl` says, of the HPO finding of its body region
-("iliac fossa pain" of Abdominal pain), or the same finding ("belly pain" is Abdominal pain)."""
+("iliac fossa pain" of Abdominal pain), or the same finding ("belly pain" is Abdominal pain). A yes/no
+evidence is likewise the HPO finding `data/ddxplus_evidences_hpo.jsonl` names, or a kind of it."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from clinrag.patients.loaders import NOWHERE, VALUE_SEPARATOR, EvidenceDecoder, 
 EVIDENCES = "release_evidences.json"
 # (kind, DDXPlus site) → the HPO finding of that body region: {"kind", "site", "hpo", "label", "same"}
 SITE_TERMS = Path(__file__).parent / "data" / "ddxplus_sites.jsonl"
+# a yes/no evidence → the HPO finding it is, or is a kind of: {"evidence", "question", "hpo", "label", "same"}
+EVIDENCE_TERMS = Path(__file__).parent / "data" / "ddxplus_evidences_hpo.jsonl"
 ID_PREFIX = "ddxplus:"
 MIN_SURFACE_LENGTH = 3  # shorter surface forms ("Ab", "QT") match ordinary words more often than findings
 
@@ -57,9 +60,12 @@ SITE_FINDINGS = {"E_55": ("E_53", "{site} pain", "pain"), "E_152": ("E_151", "{s
 
 def ddxplus_findings(folder: str | Path, *, antecedents: bool = True) -> list[FindingTerm]:
     """The yes/no evidences (`data_type` "B") of a DDXPlus release folder (or its evidences file) and the site
-    findings; `antecedents=False` keeps the symptoms only."""
+    findings; `antecedents=False` keeps the symptoms only. Where `data/ddxplus_evidences_hpo.jsonl` says, an
+    evidence is an HPO finding (named by its label too: "a cough that produces colored or more abundant
+    sputum" is Productive cough) or a kind of one (named by its HPO id, which the vocabulary resolves)."""
     path = Path(folder)
     decoder = EvidenceDecoder.from_file(path / EVIDENCES if path.is_dir() else path.parent / EVIDENCES)
+    links = evidence_terms()
     terms = []
     for name, entry in decoder.evidences.items():
         question = decoder.question(name)
@@ -67,12 +73,26 @@ def ddxplus_findings(folder: str | Path, *, antecedents: bool = True) -> list[Fi
             continue
         if not antecedents and decoder.is_antecedent(name):
             continue
+        # the HPO finding it is (its label first, so the vocabulary joins the two) or is a kind of
+        link = links.get(name)
+        same = (link["label"],) if link is not None and link["same"] else ()
+        broader = (link["hpo"],) if link is not None and not link["same"] else ()
         terms.append(
             FindingTerm(
-                f"{ID_PREFIX}{name}", question, question_phrases(question), question=question, codes=(name,)
+                f"{ID_PREFIX}{name}",
+                question,
+                usable_surfaces([*same, *question_phrases(question)], exclude=question),
+                parents=broader,
+                question=question,
+                codes=(name,),
             )
         )
     return terms + _site_findings(decoder)
+
+
+def evidence_terms(path: Path = EVIDENCE_TERMS) -> dict[str, dict]:
+    """Evidence code → its HPO finding: {"hpo": "HP:0031245", "label": "Productive cough", "same": bool}."""
+    return {row["evidence"]: row for row in srsly.read_jsonl(path)}
 
 
 def site_terms(path: Path = SITE_TERMS) -> dict[tuple[str, str], dict]:

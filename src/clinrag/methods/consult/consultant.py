@@ -516,13 +516,19 @@ class Consultant:
         reader (`SourceTraits.title`)."""
         fact_id = disease.fact_id(relation, target)
         if fact_id not in evidence:
-            text = f"{disease.name} {relation.lower().replace('_', ' ')} {target}"
-            provenance = {"head": disease.name, "relation": str(relation), "tail": target, "key": disease.key}
-            traits = self.differential.model.traits.get(disease.source)
+            symptom = relation is Relation.HAS_SYMPTOM and target in disease.symptoms
+            place = disease.symptoms.index(target) if symptom else -1
+            # a disease named in two sources: the symptom is cited to the source that lists it
+            source = disease.origins[place] if symptom else disease.source
+            named = self._name(target) if symptom else target
+            text = f"{disease.name} {relation.lower().replace('_', ' ')} {named}"
+            provenance = {"head": disease.name, "relation": str(relation), "tail": target}
+            if source == disease.source:
+                provenance["key"] = disease.key
+            traits = self.differential.model.traits.get(source)
             if traits is not None and traits.title:
                 provenance["title"] = traits.title
-            if relation is Relation.HAS_SYMPTOM and target in disease.symptoms:
-                place = disease.symptoms.index(target)
+            if symptom:
                 share = disease.frequencies[place]
                 references = [ref for ref in disease.references[place].split(";") if ref]
                 if share is not None:
@@ -535,7 +541,7 @@ class Consultant:
                 id=fact_id,
                 kind="graph_fact",
                 text=text,
-                source=f"graph:{disease.source}",
+                source=f"graph:{source}",
                 provenance=provenance,
             )
         return fact_id

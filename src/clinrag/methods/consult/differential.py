@@ -34,7 +34,9 @@ with probability `mention_rate` (α), so each finding not mentioned multiplies b
 whose patients nearly always have f loses some weight when f goes unsaid. The findings counted are those the
 past patients were asked about (with a patient base), else those the knowledge lists (each at its listed
 likelihood, without the hierarchy), at α for the findings patients have words for and
-`clinical_mention_rate` for those in clinicians' terms; a record of codes leaves nothing unsaid. α = 0.2, a
+`clinical_mention_rate` for those in clinicians' terms; a record of codes leaves nothing unsaid. A disease
+named in several sources is one disease each source describes: its silence is the mean over their lists, not
+their sum. α = 0.2, a
 conservative a priori value: a first account mentions a small part of what a patient has; on the DDXPlus
 development samples (`benchmarks/dev_consult_text.py`, which never sees bench_consult's sample) GTPA@1 from
 text rises from 0.88 / 0.89 (α = 0) to 0.915 / 0.935, and larger α gives about the same.
@@ -205,6 +207,9 @@ class Differential:
         per_place = [disease.listed_with() or [1] for disease in model.diseases]
         self._list_starts = np.concatenate([[0], np.cumsum([len(sizes) for sizes in per_place])[:-1]])
         self._listed_with = np.array([size for sizes in per_place for size in sizes], dtype=float)
+        # a disease named in several sources is described by each: what goes unsaid counts once, as the mean
+        # over its sources' lists, not once per list
+        self._described_by = np.array([max(len(set(d.origins)), 1) for d in model.diseases], dtype=float)
         # The diseases whose knowledge says how often their findings occur: annotated spectra, where a finding
         # given no share is taken at `unstated_share` (not at a plain list's `typical`) and one not listed at
         # the finding's background leak (a plain list of a few findings leaves more out: `leak`). A source
@@ -355,9 +360,12 @@ class Differential:
         rate = self._rate(concept)
         if self.experience is not None:
             return np.log1p(-rate * self.likelihood(concept))
-        term = np.full(len(self.model.diseases), np.log1p(-rate * self.leak))
+        unlisted = np.log1p(-rate * self.leak)
+        term = np.full(len(self.model.diseases), unlisted)
         span = self.listings.span(concept)
-        term[self.listings.rows[span]] = np.log1p(-rate * self._entry_probabilities()[0][span])
+        rows = self.listings.rows[span]
+        listed = np.log1p(-rate * self._entry_probabilities()[0][span])
+        term[rows] = unlisted + (listed - unlisted) / self._described_by[rows]
         return term
 
     def _all_silent(self) -> np.ndarray:
@@ -372,7 +380,7 @@ class Differential:
         per_entry = np.repeat(np.arange(len(rates)), np.diff(listings.starts))
         listed = self._entry_probabilities()[0]
         terms = np.log1p(-rates[per_entry] * listed) - unlisted[per_entry]
-        np.add.at(total, listings.rows, terms)
+        np.add.at(total, listings.rows, terms / self._described_by[listings.rows])
         return total
 
     def _listed(self, rows: np.ndarray, places: np.ndarray, shares: np.ndarray) -> np.ndarray:
