@@ -45,7 +45,7 @@ def _method(dataset: Dataset, model=None, embedder=None, **params) -> ExpRAG:
     records = dataset.records
     ranker = None
     if config.ranker == "ehr":
-        ranker = CodedRanker.from_records(records, config.preset, config.focus)
+        ranker = CodedRanker.from_records(records, config.weights, config.focus)
     elif config.ranker == "text":
         ranker = TextRanker(records, config.text_ranker, embedder)
     retriever = ExperienceRetriever({r.id: r for r in records}, ranker, config, embedder)
@@ -105,7 +105,7 @@ def test_each_preset_weighs_the_fields_as_documented(diagnosis, medication, inst
         c for c in diagnosis.cases if all(c.patient.codes.get(f) for f in ("diagnoses", "procedures"))
     )
     weights = {
-        preset: _method(diagnosis, preset=preset).answer(case).trace.steps[0].output["weights"]
+        preset: _method(diagnosis, weights=preset).answer(case).trace.steps[0].output["weights"]
         for preset in ("uniform", "focused", "complementary")
     }
     assert weights["uniform"] == pytest.approx({f: 1 / 3 for f in ("diagnoses", "medications", "procedures")})
@@ -113,22 +113,22 @@ def test_each_preset_weighs_the_fields_as_documented(diagnosis, medication, inst
     assert weights["complementary"] == pytest.approx(
         {"diagnoses": 0.0, "medications": 0.5, "procedures": 0.5}
     )
-    focused = _method(diagnosis, preset="focused", k_patients=10).answer(case)
-    complementary = _method(diagnosis, preset="complementary", k_patients=10).answer(case)
+    focused = _method(diagnosis, weights="focused", k_patients=10).answer(case)
+    complementary = _method(diagnosis, weights="complementary", k_patients=10).answer(case)
     assert _patients(focused) != _patients(complementary)
 
     # The medication case has no medication codes: focusing on them weighs an empty set, so the presets
     # give different weights but the same ranking.
     med_case = medication.cases[3]
     uniform = _method(medication, k_patients=10).answer(med_case)
-    med_focused = _method(medication, preset="focused", k_patients=10).answer(med_case)
+    med_focused = _method(medication, weights="focused", k_patients=10).answer(med_case)
     assert med_focused.trace.steps[0].output["weights"]["medications"] == 0.5
     assert [p for p, _ in _patients(med_focused)] == [p for p, _ in _patients(uniform)]
 
     # A multiple-choice case names no field: the focus must be given.
     with pytest.raises(InvalidInputError, match="focus"):
-        _method(instruction, preset="focused").answer(instruction.cases[0])
-    chosen = _method(instruction, preset="focused", focus="procedures").answer(instruction.cases[0])
+        _method(instruction, weights="focused").answer(instruction.cases[0])
+    chosen = _method(instruction, weights="focused", focus="procedures").answer(instruction.cases[0])
     assert chosen.trace.steps[0].output["weights"]["procedures"] == 0.5
 
 
@@ -252,8 +252,8 @@ def test_bad_parameters_and_inputs_are_refused(diagnosis) -> None:
         ({"k_patients": 0}, "k_patients"),
         ({"ranker": "magic"}, "ranker"),
         ({"passages": "tfidf"}, "passages"),
-        ({"preset": "heavy"}, "preset"),
-        ({"ranker": "text", "preset": "focused"}, "preset and focus"),
+        ({"weights": "heavy"}, "weights"),
+        ({"ranker": "text", "weights": "focused"}, "weights and focus"),
         ({"text_ranker": "dense"}, "text_ranker applies"),
         ({"ranker": "none", "llm": False}, "llm=false"),
         ({"prior": False, "llm": False}, "llm=false"),

@@ -52,6 +52,7 @@ class RoleServer(LoopbackServer):
         self.verdicts = verdicts
         self.delay = delay
         self.counts: dict[str, int] = {}
+        self.prompts: dict[str, list[str]] = {}  # each role's request messages, joined, in order
         self.critic_text: str | None = None  # replaces a critic's JSON when set (a broken critic)
         self._count_lock = threading.Lock()
         super().__init__()
@@ -61,6 +62,8 @@ class RoleServer(LoopbackServer):
         with self._count_lock:
             n = self.counts.get(role, 0)
             self.counts[role] = n + 1
+            text = "\n".join(message["content"] for message in body["messages"])
+            self.prompts.setdefault(role, []).append(text)
         if role == "generate":
             text = self.answers[min(n, len(self.answers) - 1)]
         elif role.startswith("critic"):
@@ -151,6 +154,26 @@ def test_one_iteration_is_eight_calls_in_five_stages_that_overlap(role_server) -
     assert 7 * DELAY <= elapsed < 9.5 * DELAY, elapsed
     assert [item.iteration for item in refinement.iterates] == [0, 1]
     assert refinement.iterates[1].calls == 8
+
+
+def test_each_step_sees_what_algorithm_1_gives_it(role_server) -> None:
+    """The answer-gradients see the context and the patient's question (eq. 9–10), the update the answer and
+    the question, and the generator revises A_t rather than answering afresh."""
+    first = "Rest at home."
+    server = role_server(
+        [first, "Fever with cough suggests bronchitis."],
+        {"context": ["minor issues"], "patient": ["minor issues"]},
+    )
+    _refine(server, MedTextGradConfig(iterations=1, early_stop="never"), Trace())
+    gradients = server.prompts["answer_gradient"]
+    assert len(gradients) == 2
+    for prompt in gradients:
+        assert "Body temperature elevated above the normal range" in prompt  # C
+        assert "What should I do?" in prompt  # q
+    (update,) = server.prompts["update"]
+    assert first in update and "What should I do?" in update
+    original, revised = server.prompts["generate"]
+    assert first not in original and first in revised
 
 
 ANSWERS = ["Rest.", "Fever with cough suggests bronchitis; rest and drink fluids.", "Take antibiotics now."]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from clinrag.core.errors import DataFormatError, InvalidInputError
+from clinrag.eval.datasets import load_dataset
 from clinrag.patients.loaders import BAD_LITERALS, check_unique_ids, load_ddxplus, load_dialmed, load_icraft
 
 
@@ -134,6 +135,29 @@ def test_ddxplus_missing_files_and_columns(ddx_paths, tmp_path: Path) -> None:
     bad.write_text("age,sex\n35,M\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match="features"):
         load_ddxplus(bad, ddx_paths[1])
+
+
+def test_the_official_release_csv_loads_as_the_mini_split(ddx_paths, tmp_path: Path) -> None:
+    """The release's own column names (AGE, PATHOLOGY, EVIDENCES, …), in the release's column order, give the
+    same patients as the renamed mini split, and a folder holding the release's test file is a dataset."""
+    release = {"age": "AGE", "top5_diagnoses": "DIFFERENTIAL_DIAGNOSIS", "sex": "SEX"}
+    release |= {"diagnosis": "PATHOLOGY", "features": "EVIDENCES", "feature_id": "INITIAL_EVIDENCE"}
+    rows = _raw_rows(ddx_paths[0])[:5]
+    order = ["AGE", "DIFFERENTIAL_DIAGNOSIS", "SEX", "PATHOLOGY", "EVIDENCES", "INITIAL_EVIDENCE"]
+    folder = tmp_path / "ddxplus-release"
+    folder.mkdir()
+    with (folder / "release_test_patients.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=order)
+        writer.writeheader()
+        writer.writerows({release[name]: value for name, value in row.items()} for row in rows)
+    for source in ddx_paths[1:]:
+        (folder / source.name).write_bytes(source.read_bytes())
+    records, report = load_ddxplus(folder / "release_test_patients.csv", ddx_paths[1], ddx_paths[2])
+    expected, _ = load_ddxplus(*ddx_paths)
+    assert [r.model_dump() for r in records] == [r.model_dump() for r in expected[:5]]
+    assert not report.skipped
+    cases = load_dataset("ddxplus", folder).cases
+    assert [case.gold.answer for case in cases] == [row["diagnosis"] for row in rows]
 
 
 def test_dialmed_masks_the_recommendation(data_dir: Path) -> None:

@@ -19,6 +19,7 @@ from clinrag.app.eval_commands import eval_app
 from clinrag.app.graph_commands import graph_app
 from clinrag.app.kb_commands import kb_app
 from clinrag.app.patient_commands import patients_app
+from clinrag.app.reproduce_commands import reproduce
 from clinrag.app.serve_commands import serve
 from clinrag.app.terms_commands import terms_app
 from clinrag.core.errors import ClinragError
@@ -54,6 +55,7 @@ app.add_typer(terms_app, name="terms")
 app.add_typer(graph_app, name="graph")
 app.command("consult")(consult)
 app.command("serve")(serve)
+app.command("reproduce")(reproduce)
 
 
 @app.callback()

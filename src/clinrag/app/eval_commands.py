@@ -55,6 +55,13 @@ def eval_run(
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
     concurrency: Annotated[int, typer.Option(min=1, help="Cases answered at the same time.")] = 4,
     param: Annotated[list[str] | None, typer.Option(help="Method parameter name=value (repeatable).")] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            help="A parameter set of the method, under the --param values: `paper` is the paper's published "
+            "configuration (the same as --param preset=NAME)."
+        ),
+    ] = None,
     executor: ExecutorOption = "local",
     scheduler: SchedulerOption = None,
     workers: WorkersOption = 2,
@@ -96,7 +103,7 @@ def eval_run(
         limit=limit,
         seed=seed,
         concurrency=concurrency,
-        params=parse_params(param or []),
+        params=parse_params(param or []) | ({"preset": preset} if preset else {}),
         allow_overlap=allow_overlap,
         max_outages=max_outages,
     )

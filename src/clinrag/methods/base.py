@@ -19,6 +19,7 @@ from clinrag.core.models import Answer, Case
 from clinrag.core.settings import Settings
 from clinrag.embed.base import Embedder
 from clinrag.llm.base import ChatModel
+from clinrag.methods.parameter_sets import preset_values
 from clinrag.patients.record import PatientRecord
 
 if TYPE_CHECKING:
@@ -73,13 +74,18 @@ def run_sync(coroutine: Coroutine[object, object, T]) -> T:
 
 class MethodConfig(BaseModel):
     """A method's parameters (`--param name=value`): subclasses name the method and declare the fields;
-    an unknown name or an invalid value is an `InvalidInputError` that lists every problem."""
+    an unknown name or an invalid value is an `InvalidInputError` that lists every problem. `preset` names a
+    parameter set of the method (`preset=paper`: the paper's published configuration, `parameter_sets`),
+    applied under the parameters given with it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     method_name: ClassVar[str]
+    preset: str | None = None
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> Self:
+        if isinstance(name := params.get("preset"), str):
+            params = {**preset_values(cls.method_name, name, set(cls.model_fields)), **params}
         try:
             return cls(**params)
         except ValidationError as exc:

@@ -72,7 +72,7 @@ class ExpRAGConfig(MethodConfig):
     method_name: ClassVar[str] = "exprag"
 
     ranker: Literal["ehr", "text", "none"] = "ehr"
-    preset: Preset = "uniform"  # ranker=ehr: the field weights λ_f
+    weights: Preset = "uniform"  # ranker=ehr: the field weights λ_f, by their preset of Table 3
     focus: str | None = None  # the field the task asks about (default: diagnoses / medications by task kind)
     text_ranker: Literal["bm25", "dense"] = "bm25"  # ranker=text
     # Tuned on a DischargeQA cohort with another seed (synthetic:300:1) than the evaluated one: the label
@@ -96,8 +96,8 @@ class ExpRAGConfig(MethodConfig):
             raise ValueError(
                 "llm=false answers from the similar patients' labels: it needs a ranker and the prior"
             )
-        if self.ranker != "ehr" and given & {"preset", "focus"}:
-            raise ValueError("preset and focus weigh the coded fields of ranker=ehr")
+        if self.ranker != "ehr" and given & {"weights", "focus"}:
+            raise ValueError("weights and focus weigh the coded fields of ranker=ehr")
         if self.ranker != "text" and "text_ranker" in given:
             raise ValueError("text_ranker applies to ranker=text")
         return self
@@ -400,7 +400,7 @@ def build(context: MethodContext, config: ExpRAGConfig) -> ExpRAG:
     embedder = context.embedder if config.passages != "bm25" or dense_text else None
     ranker: PatientRanker | None = None
     if config.ranker == "ehr":
-        ranker = CodedRanker.from_records(records, config.preset, config.focus)
+        ranker = CodedRanker.from_records(records, config.weights, config.focus)
     elif config.ranker == "text":
         ranker = TextRanker(records, config.text_ranker, embedder)
     retriever = ExperienceRetriever({r.id: r for r in records}, ranker, config, embedder)

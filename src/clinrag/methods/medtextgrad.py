@@ -7,7 +7,10 @@ One iteration is 8 model calls in 5 sequential stages:
 2. two answer-gradients turn each critique into how the answer should change — in parallel;
 3. two prompt-gradients turn each answer-gradient into how the prompt should change — in parallel;
 4. the TGD update rewrites the prompt from both prompt-gradients;
-5. the generator answers again with the new prompt.
+5. the generator revises the answer under the new prompt (it is shown A_t, as Algorithm 1 refines it).
+
+The answer-gradients see the context C and the patient's question q beside the critique and the answer
+(eq. 9–10); the update sees the current answer and q beside the prompt and both prompt-gradients.
 
 The loop runs T iterations (default 3) and stops early when both critiques report no issue or the answer
 stops changing (configurable). Every iterate is scored — the context criterion's verdict and an
@@ -80,6 +83,12 @@ Reply in JSON: {{"issues": [up to 3 short issues], "verdict": "no issues" or "mi
 ANSWER_GRADIENT = """A reviewer checked a medical answer for {criterion} and reported:
 {critique}
 
+Reference information:
+{context}
+
+Patient and question:
+{patient}
+
 Answer:
 {answer}
 
@@ -107,6 +116,12 @@ still answer in {language}.
 Current instructions:
 {prompt}
 
+Patient and question:
+{patient}
+
+The answer these instructions gave:
+{answer}
+
 Feedback from the check against the medical knowledge and similar patients:
 {context_feedback}
 
@@ -114,6 +129,12 @@ Feedback from the check against the patient's situation and question:
 {patient_feedback}
 
 Reply with the new instructions only."""
+
+# Algorithm 1 refines the answer: the generator revises A_t under the updated instructions
+REVISE = """Your previous answer was:
+{answer}
+
+Revise it, following your instructions. Reply with the revised answer only."""
 
 CRITERIA = {
     "context": "consistency with the retrieved medical knowledge and similar patients (context criterion)",
@@ -252,7 +273,7 @@ class MedTextGrad:
                     break
                 step_started = time.perf_counter()
                 new_prompt = await run.update(current, t + 1)
-                new_answer = await run.generate(new_prompt, user, t + 1)
+                new_answer = await run.generate(new_prompt, user, t + 1, previous=current.answer)
                 if self.config.early_stop in ("unchanged", "both") and _same(new_answer, current.answer):
                     stopped = f"the answer did not change at iteration {t + 1}"
                     break
@@ -304,6 +325,7 @@ class _Run:
         evidence = [item.text for item in context.evidence] + [patient]
         self._evidence_terms = {term for text in evidence for term in self._tokenizer(text)}
         self._evidence_ids = {item.id for item in context.evidence}
+        self.rendered_context = context.render(max_patient_chars=CRITIC_PATIENT_CHARS)
 
     def check(self, answer: str) -> tuple[float, list[str]]:
         """(faithfulness proxy, the evidence check's issues): unsupported sentences and invented citations."""
@@ -317,7 +339,10 @@ class _Run:
     async def _text(self, request: ChatRequest, step: TraceStep) -> str:
         return (await complete(self.model, request, self, step)).text.strip()
 
-    async def generate(self, system: str, user: str, iteration: int) -> str:
+    async def generate(self, system: str, user: str, iteration: int, previous: str | None = None) -> str:
+        """The answer under the instructions `system`: the first one, or a revision of `previous` (A_t)."""
+        if previous is not None:
+            user = f"{user}\n\n{REVISE.format(answer=previous)}"
         request = ChatRequest(
             messages=[Message(role="system", content=system), Message(role="user", content=user)],
             max_tokens=self.config.max_tokens,
@@ -332,8 +357,7 @@ class _Run:
 
     async def critique(self, criterion: str, answer: str, iteration: int) -> Critique:
         if criterion == "context":
-            rendered = self.context.render(max_patient_chars=CRITIC_PATIENT_CHARS)
-            prompt = CONTEXT_CRITIC.format(context=rendered, answer=answer)
+            prompt = CONTEXT_CRITIC.format(context=self.rendered_context, answer=answer)
         else:
             prompt = PATIENT_CRITIC.format(patient=self.patient, answer=answer)
         request = ChatRequest.of(prompt, max_tokens=self.config.feedback_tokens, temperature=0.0)
@@ -355,7 +379,11 @@ class _Run:
             answer_gradient = await self._text(
                 ChatRequest.of(
                     ANSWER_GRADIENT.format(
-                        criterion=CRITERIA[criterion], critique=reported, answer=current.answer
+                        criterion=CRITERIA[criterion],
+                        critique=reported,
+                        context=self.rendered_context,
+                        patient=self.patient,
+                        answer=current.answer,
                     ),
                     max_tokens=self.config.feedback_tokens,
                     temperature=0.0,
@@ -387,6 +415,8 @@ class _Run:
             PROMPT_UPDATE.format(
                 language=LANGUAGE_NAMES[self.language],
                 prompt=current.prompt,
+                patient=self.patient,
+                answer=current.answer,
                 context_feedback=context_feedback or "(none)",
                 patient_feedback=patient_feedback or "(none)",
             ),

@@ -34,6 +34,16 @@ INVALID_RECORDS = "records with missing or invalid fields"
 EMPTY_NARRATIVES = "records without any narrative text"
 
 DDXPLUS_COLUMNS = ("age", "top5_diagnoses", "sex", "diagnosis", "features", "feature_id")
+# The columns of the official release CSVs (release_{train,validate,test}_patients) under the names above:
+# the same values (the differential is the whole ranked list, not only the first five).
+DDXPLUS_RELEASE_COLUMNS = {
+    "AGE": "age",
+    "DIFFERENTIAL_DIAGNOSIS": "top5_diagnoses",
+    "SEX": "sex",
+    "PATHOLOGY": "diagnosis",
+    "EVIDENCES": "features",
+    "INITIAL_EVIDENCE": "feature_id",
+}
 _SEX_WORDS = {"M": "male", "F": "female"}
 VALUE_SEPARATOR = "_@_"
 NOWHERE = "V_123"  # the value of a DDXPlus site evidence (pain location, radiation, …) that names no site
@@ -222,12 +232,8 @@ def load_ddxplus(
     decoder = EvidenceDecoder.from_file(evidences_json)
     conditions = _load_json_object(conditions_json) if conditions_json is not None else {}
     report = LoadReport(str(path))
-    reader = csv.DictReader(read_text(path).splitlines())
-    missing = [column for column in DDXPLUS_COLUMNS if column not in (reader.fieldnames or [])]
-    if missing:
-        raise DataFormatError(f"{path}: missing DDXPlus columns {', '.join(missing)}")
     records = []
-    for index, row in enumerate(reader):
+    for index, row in enumerate(ddxplus_rows(path)):
         try:
             features = ast.literal_eval(row["features"])
             differential = ast.literal_eval(row["top5_diagnoses"])
@@ -240,6 +246,21 @@ def load_ddxplus(
         else:
             records.append(record)
     return _finish(records, report)
+
+
+def ddxplus_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a DDXPlus patients CSV, the official release's or the mini split's, under the mini
+    split's column names (`DDXPLUS_COLUMNS`)."""
+    reader = csv.DictReader(read_text(path).splitlines())
+    fields = reader.fieldnames or []
+    renamed = {name: DDXPLUS_RELEASE_COLUMNS.get(name, name) for name in fields}
+    missing = [column for column in DDXPLUS_COLUMNS if column not in renamed.values()]
+    if missing:
+        raise DataFormatError(
+            f"{path}: missing DDXPlus columns {', '.join(missing)} (or the release's "
+            f"{', '.join(DDXPLUS_RELEASE_COLUMNS)})"
+        )
+    return [{renamed[name]: value for name, value in row.items() if name in renamed} for row in reader]
 
 
 def _ddxplus_record(

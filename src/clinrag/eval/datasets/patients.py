@@ -8,18 +8,17 @@ disease, and the drug recommendation itself ([MASK] turns) is removed by `load_d
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from clinrag.core.errors import DataFormatError
-from clinrag.core.files import INVALID_RECORDS, data_file, read_json, read_jsonl, read_text
+from clinrag.core.files import INVALID_RECORDS, data_file, read_json, read_jsonl
 from clinrag.core.models import Case, Demographics, Gold, PatientProfile, RankedDiagnosis
 from clinrag.core.provenance import META_KEY, fingerprint, origin_meta
 from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish, register
-from clinrag.patients.loaders import load_ddxplus, load_dialmed, load_icraft
+from clinrag.patients.loaders import ddxplus_rows, load_ddxplus, load_dialmed, load_icraft
 from clinrag.patients.record import PatientRecord
 
 DDX_QUESTION = (
@@ -36,13 +35,17 @@ _SEX = {"M": "male", "F": "female", "male": "male", "female": "female", "other":
 
 def _ddxplus_files(path: Path) -> tuple[Path, Path, Path]:
     """A DDXPlus folder (the patients CSV, `release_evidences.json`, `release_conditions.json`), or the
-    patients CSV itself with the two JSON files beside it."""
+    patients CSV itself with the two JSON files beside it. In a folder the test patients are read: the mini
+    split's, else the release's (`release_test_patients.csv`), else its only CSV."""
     if path.is_dir():
         csvs = sorted(path.glob("*.csv"))
-        mini = path / "test_patients_mini.csv"
-        if not mini.exists() and len(csvs) != 1:
-            raise DataFormatError(f"{path}: expected test_patients_mini.csv or exactly one CSV file")
-        patients = mini if mini.exists() else csvs[0]
+        tests = [path / name for name in ("test_patients_mini.csv", "release_test_patients.csv")]
+        found = [file for file in tests if file.exists()] or (csvs if len(csvs) == 1 else [])
+        if not found:
+            raise DataFormatError(
+                f"{path}: expected test_patients_mini.csv, release_test_patients.csv or exactly one CSV file"
+            )
+        patients = found[0]
     else:
         patients = data_file(path)
     folder = patients.parent
@@ -55,7 +58,7 @@ def _ddxplus_files(path: Path) -> tuple[Path, Path, Path]:
 
 def _initial_evidence_codes(patients: Path) -> list[str]:
     """The `feature_id` column by 0-based data row, parsed exactly as `load_ddxplus` reads the file."""
-    return [(row.get("feature_id") or "").strip() for row in csv.DictReader(read_text(patients).splitlines())]
+    return [(row.get("feature_id") or "").strip() for row in ddxplus_rows(patients)]
 
 
 def ddxplus_loader(interactive: bool) -> Callable[[Path], Dataset]:
