@@ -102,7 +102,8 @@ def test_turn_scores_and_delta_progress(data_dir: Path) -> None:
     assert [t.scores["rank"] for t in turns] == [11.0, 4.0, 1.0]
     assert [t.scores["gtpa@5"] for t in turns] == [0.0, 1.0, 1.0]
     assert [t.questions_asked for t in turns] == [5, 10, 15]
-    assert scores["delta_progress"] == 10.0  # 11 → 1
+    assert scores["delta_progress"] == 5.0  # 11 → 1 over two steps: 5 a step, as MEDDxAgent averages it
+    assert scores["rank_gain"] == 10.0
     assert scores["questions_asked"] == 15.0  # by the last snapshot
     assert scores["gtpa@1"] == 1.0
 

@@ -19,7 +19,8 @@ def test_paired_binary_example_by_hand():
     s = paired(A, B)
     # differences 1,0,0,1,0: mean 0.4, sample variance 1.2 / 4 = 0.3
     assert (s.n, s.wins, s.ties, s.losses) == (5, 2, 3, 0)
-    assert s.p_a_beats_b == pytest.approx(0.7)  # (2 + 3/2) / 5
+    assert s.p_a_beats_b == pytest.approx(0.4)  # 2 / 5: the 3 ties count for neither (DeepDoctor Table IV)
+    assert s.relative_improvement == pytest.approx(2.0)  # (0.6 − 0.2) / 0.2
     assert s.mean_a == pytest.approx(0.6) and s.mean_b == pytest.approx(0.2)
     assert s.mean_diff == pytest.approx(0.4)
     assert s.std_a == pytest.approx(math.sqrt(0.3)) and s.std_b == pytest.approx(math.sqrt(0.2))
@@ -47,7 +48,8 @@ def test_paired_continuous_matches_scipy():
 def test_paired_losses_and_negative_difference():
     s = paired([0, 0, 1, 0], [1, 1, 1, 0])
     assert (s.wins, s.ties, s.losses) == (0, 2, 2)
-    assert s.p_a_beats_b == pytest.approx(0.25)  # (0 + 2/2) / 4
+    assert s.p_a_beats_b == 0.0  # no win; the 2 ties count for neither
+    assert s.relative_improvement == pytest.approx(-0.5 / 0.75)
     assert s.mean_diff == pytest.approx(-0.5)
     assert s.t_stat is not None and s.t_stat < 0
 

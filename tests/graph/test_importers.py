@@ -334,6 +334,51 @@ def test_a_plain_pycmekg_pickle_loads_and_maps_its_relations(graph, tmp_path) ->
     assert report.nodes["Disease"] == 2
 
 
+def test_openkg_medicalgraph_lines_load_and_map_their_fields(graph, tmp_path) -> None:
+    """`medical.json` as QASystemOnMedicalKG distributes it (a MongoDB export, one object a line), written
+    here in that format: the file itself is not shipped."""
+    pneumonia = {
+        "_id": {"$oid": "5bb578b6831b973a137e3ee6"},
+        "name": "肺炎",
+        "desc": "肺炎是指终末气道、肺泡和肺间质的炎症。",
+        "category": ["疾病百科", "内科", "呼吸内科"],
+        "symptom": ["咳嗽", "发热", "咳痰"],
+        "acompany": ["败血症"],
+        "cure_department": ["内科", "呼吸内科"],
+        "cure_way": ["药物治疗", "支持性治疗"],
+        "check": ["胸部X线"],
+        "common_drug": ["阿莫西林胶囊"],
+        "recommand_drug": ["阿莫西林胶囊", "头孢克肟片"],
+        "do_eat": ["鸡蛋"],
+    }
+    lines = [
+        pneumonia,
+        {"_id": {"$oid": "5bb578b6831b973a137e3ee7"}, "name": "败血症", "check": ["血培养"]},
+        {"_id": {"$oid": "5bb578b6831b973a137e3ee8"}, "desc": "没有名称"},
+        {"_id": {"$oid": "5bb578b6831b973a137e3ee9"}, "name": "孤立症", "cure_department": ["内科"]},
+    ]
+    path = tmp_path / "medical.json"
+    text = "\n".join(json.dumps(line, ensure_ascii=False) for line in lines[:2])
+    text += "\n{broken\n" + "\n".join(json.dumps(line, ensure_ascii=False) for line in lines[2:]) + "\n"
+    path.write_text(text, encoding="utf-8")
+    source = read_source(f"medicalgraph:{tmp_path}")
+    assert [r.name for r in source.records] == ["肺炎", "败血症"]
+    assert source.records[0].description == lines[0]["desc"]
+    assert source.skips.counts == {
+        "lines that are not a JSON object": 1,
+        "diseases without a name": 1,
+        "diseases without symptoms, checks, drugs, cures or comorbidities": 1,
+    }
+    report = load_sources(graph, [source], tmp_path / "c.json", graph_id="medicalgraph", progress=False)
+    assert report.relations == {
+        "HAS_SYMPTOM": 3,
+        "RECOMMEND_TEST": 2,
+        "RECOMMEND_DRUG": 2,  # the common and the recommended drug lists, each drug once
+        "RECOMMEND_CURE": 2,
+        "HAS_COMORBIDITY": 1,
+    }
+
+
 @pytest.mark.integration  # clinrag's FalkorDB server, stopped and started again
 def test_an_imported_graph_is_loaded_from_a_snapshot_after_a_restart(data_dir, tmp_path) -> None:
     """Stopping the server rewrites its AOF as a snapshot: the next start loads the graph instead of
@@ -366,6 +411,7 @@ def test_every_importer_registers_its_source_forms() -> None:
         "packaged:faker-diseases-fr",
         "packaged:faker-diseases-zh",
         "pycmekg:PATH",
+        "medicalgraph:PATH",
         "text:PATH",
     }
     assert read_source("packaged:faker-diseases-fr", limit=2).name == "faker-diseases-fr"

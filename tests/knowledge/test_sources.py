@@ -285,6 +285,23 @@ def test_text_records(pubmedqa_path, tmp_path):
     assert items[4].id == "notes:6:0"
 
 
+def test_medrag_corpus_records_read_their_content(pubmedqa_path, tmp_path):
+    """MedRAG's corpora (StatPearls, textbooks) are JSONL with `id`, `title`, `content` and `contents`."""
+    raw = json.loads(pubmedqa_path.read_text(encoding="utf-8"))
+    path = tmp_path / "statpearls.jsonl"
+    records = [
+        {"id": f"pubmed_{pmid}_0", "title": record["QUESTION"], "content": record["LONG_ANSWER"],
+         "contents": f"{record['QUESTION']}. {record['LONG_ANSWER']}"}
+        for pmid, record in islice(raw.items(), 3)
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    items = list(read_text_records(path, max_size=1000))
+    assert [item.text for item in items] == [r["content"] for r in records]
+    first = items[0].provenance
+    assert first["title"] == records[0]["title"] and first["id"] == records[0]["id"]
+    assert detect_format(path) == "jsonl"
+
+
 # --- dispatch -----------------------------------------------------------------------------------------
 
 

@@ -14,8 +14,11 @@ from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
 from clinrag.knowledge.tagging import EmbeddingTagger
 from clinrag.methods.answering import PRIOR_FLOOR, combine
+from clinrag.methods.context import ClinicalContext
 from clinrag.methods.doctorrag import DoctorRAG, DoctorRAGConfig
-from clinrag.patients.similarity import SimilarPatients
+from clinrag.patients.base import format_record
+from clinrag.patients.similarity import SimilarPatients, patient_evidence
+from clinrag.tasks.templates import task_prompt
 from tests.openai_server import chat_body, scripted_model
 
 
@@ -85,6 +88,53 @@ def test_ablation_switches_remove_their_part(ddxplus, knowledge, minilm_embedder
     assert answer.error is not None and answer.result.choice is None  # nothing left to choose with
     with pytest.raises(InvalidInputError, match="chat model"):
         _method(None, ddxplus, knowledge, minilm_embedder, [case])
+
+
+def test_the_copy_guard_keeps_a_coded_copy_of_the_case_out_of_its_similar_patients(ddxplus) -> None:
+    """`code_copy_guard` (the paper's: near-copies, similarity > 0.99, are dropped): a real patient's record
+    stored again under another id is the first neighbour without it and gone with it."""
+    case = ddxplus.cases[0]
+    original = next(record for record in ddxplus.records if record.id == case.id)
+    records = [*ddxplus.experience(exclude=[case.id]), original.model_copy(update={"id": "copy"})]
+
+    def neighbours(**config) -> list[str]:
+        method = DoctorRAG(
+            None,
+            knowledge=None,
+            tagger=None,
+            patients=SimilarPatients(records),
+            labels=ddxplus.labels,
+            config=DoctorRAGConfig(use_llm_scores=False, use_knowledge=False, **config),
+        )
+        how, found = method._similar(case)
+        assert how == "coded-set jaccard"
+        return [record.id for record, _ in found]
+
+    assert neighbours()[0] == "copy"
+    assert "copy" not in neighbours(code_copy_guard=True)
+
+
+def test_a_similar_patient_is_shown_whole_or_cut_as_patient_chars_says(ddxplus) -> None:
+    """The paper formats the whole records of the similar patients (`patient_chars=0`); by default each is
+    cut to 300 characters so a small model's context holds them."""
+    case = ddxplus.cases[0]
+    record = next(r for r in ddxplus.records if r.id != case.id and len(format_record(r)) > 600)
+    context = ClinicalContext(patients=patient_evidence([(record, 0.9)]))
+
+    def prompt(**config) -> str:
+        method = DoctorRAG(
+            None,
+            knowledge=None,
+            tagger=None,
+            patients=None,
+            labels={},
+            config=DoctorRAGConfig(use_llm_scores=False, **config),
+        )
+        return method._request(case, task_prompt(case), context).messages[-1].content
+
+    whole, cut = format_record(record), format_record(record)[:300].rsplit(" ", 1)[0]
+    assert whole in prompt(patient_chars=0)
+    assert whole not in prompt() and f"{cut} …" in prompt()
 
 
 def test_experience_prior_alone_diagnoses_held_out_patients(ddxplus, knowledge, minilm_embedder) -> None:

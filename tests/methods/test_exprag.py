@@ -45,9 +45,9 @@ def _method(dataset: Dataset, model=None, embedder=None, **params) -> ExpRAG:
     records = dataset.records
     ranker = None
     if config.ranker == "ehr":
-        ranker = CodedRanker.from_records(records, config.weights, config.focus)
+        ranker = CodedRanker.from_records(records, config.weights, config.focus, config.focus_share)
     elif config.ranker == "text":
-        ranker = TextRanker(records, config.text_ranker, embedder)
+        ranker = TextRanker(records, config.text_ranker, embedder, config.text_query)
     retriever = ExperienceRetriever({r.id: r for r in records}, ranker, config, embedder)
     return ExpRAG(model, retriever, dataset.labels, config)
 
@@ -169,6 +169,19 @@ def test_text_ranker_finds_patients_with_the_same_condition(diagnosis, minilm_em
         assert same >= {"bm25": 12, "dense": 8}[mode], (mode, same)
 
 
+def test_the_text_ranker_searches_as_the_paper_embeds_the_case_when_asked(diagnosis) -> None:
+    """`text_query=question`: the question, its options and the background, as the paper's text baseline
+    embeds them; by default the background alone."""
+    case = diagnosis.cases[0]
+    background = _method(diagnosis, ranker="text").answer(case).trace.steps[0].output["query"]
+    paper = (
+        _method(diagnosis, ranker="text", text_query="question").answer(case).trace.steps[0].output["query"]
+    )
+    assert background == case.patient.initial_presentation
+    assert background in paper and case.question.strip() in paper
+    assert all(option in paper for option in case.options.values())
+
+
 def test_the_prior_alone_answers_from_the_similar_patients_labels(diagnosis, medication) -> None:
     method = _method(diagnosis)
     right = 0
@@ -254,7 +267,9 @@ def test_bad_parameters_and_inputs_are_refused(diagnosis) -> None:
         ({"passages": "tfidf"}, "passages"),
         ({"weights": "heavy"}, "weights"),
         ({"ranker": "text", "weights": "focused"}, "weights and focus"),
-        ({"text_ranker": "dense"}, "text_ranker applies"),
+        ({"text_query": "question"}, "text_query apply to ranker=text"),
+        ({"focus_share": 1.0}, "focus_share is the focus field"),
+        ({"text_ranker": "dense"}, "text_ranker and text_query apply"),
         ({"ranker": "none", "llm": False}, "llm=false"),
         ({"prior": False, "llm": False}, "llm=false"),
         ({"kb": "x"}, "kb"),

@@ -54,6 +54,8 @@ def _role(body: dict) -> str:
         return "queries"
     if prompt.startswith("Here are documents"):
         return "query_answer"
+    if prompt.startswith("Analyse the medical question"):
+        return "analysis"
     return "final"
 
 
@@ -81,6 +83,8 @@ class QueryPlanServer(LoopbackServer):
         if role == "query_answer":
             query = body["messages"][-1]["content"].rsplit("Question: ", 1)[1]
             return 200, chat_body(f"Found: {query}"), self.delay
+        if role == "analysis":
+            return 200, chat_body("The answers found point to option A."), 0.0
         return 200, chat_body("A"), 0.0
 
     def prompts(self, role: str) -> list[str]:
@@ -144,6 +148,26 @@ def test_the_history_grows_by_each_iteration_and_repeated_queries_are_not_asked(
     corpus_ids = {f"kb:{statement_id}" for statement_id in corpus.statements}
     cited = {doc for h in history for doc in h["documents"]}
     assert cited and cited <= corpus_ids and {e.id for e in answer.evidence} == cited
+
+
+def test_the_final_analysis_reads_the_history_and_the_answer_reads_the_analysis(
+    plan_server, corpus, medqa
+) -> None:
+    """`final_analysis` (i-MedRAG's last step): an analysis of the question and the history, written before
+    the answer and shown to it; off, the answer sees the history alone and no analysis is asked for."""
+    plain = plan_server([["What causes fever?"]])
+    asyncio.run(_imedrag(plain, corpus, iterations=1, queries=1).aanswer(medqa[0]))
+    assert plain.prompts("analysis") == [] and "Analysis:" not in plain.prompts("final")[0]
+    server = plan_server([["What causes fever?"]])
+    answer = asyncio.run(
+        _imedrag(server, corpus, iterations=1, queries=1, final_analysis=True).aanswer(medqa[0])
+    )
+    (analysis,) = server.prompts("analysis")
+    assert "Found: What causes fever?" in analysis and medqa[0].question.strip()[:80] in analysis
+    (final,) = server.prompts("final")
+    assert "Analysis: The answers found point to option A." in final
+    step = next(s for s in answer.trace.steps if s.name == "imedrag.analysis")
+    assert step.output == {"analysis": "The answers found point to option A."}
 
 
 def test_the_queries_of_one_iteration_are_answered_concurrently(plan_server, corpus, medqa) -> None:

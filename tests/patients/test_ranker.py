@@ -86,10 +86,31 @@ def test_exclusion_and_unknown_codes(ddxplus):
     assert ranker.rank({"evidence": ["E_NOT_A_CODE"]}, 5, weights) == []
 
 
+def test_the_copy_guard_drops_another_id_with_the_same_codes(ddxplus):
+    """DoctorRAG drops near-copies of the query (similarity > 0.99) besides its own id: a real patient's codes
+    stored again under another id are found without the guard and dropped with it."""
+    base, _ = ddxplus
+    pid, record, _ = base[0]
+    ids = [p for p, _, _ in base] + ["copy"]
+    ranker = CodedSetRanker(ids, [r for _, r, _ in base] + [record], ["evidence"])
+    weights = {"evidence": 1.0}
+    plain = ranker.rank(record, 5, weights, exclude=[pid])
+    assert plain[0].id == "copy" and plain[0].score == pytest.approx(1.0)
+    guarded = ranker.rank(record, 5, weights, exclude=[pid], guard=0.99)
+    assert "copy" not in [h.id for h in guarded] and len(guarded) == 5
+    assert [h.id for h in guarded] == [h.id for h in ranker.rank(record, 6, weights, exclude=[pid])][1:]
+
+
 def test_presets_and_bad_input():
     fields = ["diagnoses", "medications", "procedures"]
     assert preset_weights("uniform", fields) == pytest.approx({f: 1 / 3 for f in fields})
     assert preset_weights("focused", fields, "medications")["medications"] == 0.5
+    # the paper's task-focused weights: the focus field alone
+    assert preset_weights("focused", fields, "medications", focus_share=1.0) == {
+        "diagnoses": 0.0,
+        "medications": 1.0,
+        "procedures": 0.0,
+    }
     assert preset_weights("complementary", fields, "medications") == {
         "medications": 0.0,
         "diagnoses": 0.5,

@@ -77,7 +77,8 @@ def graph_build(
             "-s",
             help="ddxplus:FOLDER, packaged:hpo-diseases (or one database's: packaged:omim-diseases, "
             "packaged:orphanet-diseases), packaged:faker-diseases[-fr|-zh], "
-            "pycmekg:PICKLE or text:FILE_OR_DIR (.txt/.md, a folder of them, PubMedQA JSON or JSONL: "
+            "pycmekg:PICKLE, medicalgraph:medical.json or text:FILE_OR_DIR (.txt/.md, a folder of them, "
+            "PubMedQA JSON or JSONL: "
             "triples extracted by the chat model); repeat for several (imported in that order).",
         ),
     ],

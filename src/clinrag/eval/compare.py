@@ -24,6 +24,7 @@ METRIC_ORDER = (
     "gtpa@10",
     "rank",
     "delta_progress",
+    "rank_gain",
     "questions_asked",
     "rouge_l",
     "bleu4",

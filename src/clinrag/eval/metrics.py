@@ -95,9 +95,10 @@ def ddx_scores(
     return scores
 
 
-def delta_progress(first_rank: float, last_rank: float) -> float:
-    """Improvement of the gold diagnosis' rank from the first to the last iteration (positive = better)."""
-    return first_rank - last_rank
+def delta_progress(ranks: Sequence[float]) -> float:
+    """MEDDxAgent's ΔProgress: the gold diagnosis' rank improvement per step, averaged over the N − 1 steps
+    between N iterations, (r_1 − r_N) / (N − 1) (positive = better; 0 for one iteration)."""
+    return (ranks[0] - ranks[-1]) / (len(ranks) - 1) if len(ranks) > 1 else 0.0
 
 
 def score_case(case: Case, answer: Answer) -> tuple[dict[str, float], list[TurnScore]]:
@@ -130,7 +131,9 @@ def score_case(case: Case, answer: Answer) -> tuple[dict[str, float], list[TurnS
             for snap in result.ddx_history
         ]
         if turns:
-            scores["delta_progress"] = delta_progress(turns[0].scores["rank"], turns[-1].scores["rank"])
+            ranks = [turn.scores["rank"] for turn in turns]
+            scores["delta_progress"] = delta_progress(ranks)
+            scores["rank_gain"] = ranks[0] - ranks[-1]  # the whole improvement, first to last iteration
             scores["questions_asked"] = float(turns[-1].questions_asked)
     if case.task == "free_text" and gold.answer:
         from clinrag.eval.text_metrics import text_scores  # nltk/rouge load only when text is scored

@@ -208,7 +208,9 @@ def _comparisons_section(comparisons: list[tuple[_Run, _Run, Comparison | str]])
     return lines
 
 
-PAIRED_HEADER = ["metric", "n", "mean A", "mean B", "A − B [CI]", "t", "p", "Cohen's d_z", "W/T/L", "P(A>B)"]
+PAIRED_HEADER = [
+    "metric", "n", "mean A", "mean B", "A − B [CI]", "t", "p", "Cohen's d_z", "W/T/L", "P(A>B)", "rel. impr."
+]  # fmt: skip
 
 
 def _paired_table(comparison: Comparison) -> list[str]:
@@ -229,6 +231,7 @@ def paired_row(name: str, s: PairedStats) -> list[str]:
         _unbounded(s.cohens_d, s.mean_diff, ".2f"),
         f"{s.wins}/{s.ties}/{s.losses}",
         f"{s.p_a_beats_b:.3f}",
+        f"{s.relative_improvement:+.1%}" if s.relative_improvement is not None else "–",
     ]
 
 
@@ -247,9 +250,9 @@ def _derived_win_matrix(
     for run_a, run_b, comparison in comparisons:
         if isinstance(comparison, str) or headline not in comparison.metrics:
             return []
-        p = comparison.metrics[headline].p_a_beats_b
-        rates[index[run_a.label]][index[run_b.label]] = p
-        rates[index[run_b.label]][index[run_a.label]] = 1 - p
+        stats = comparison.metrics[headline]
+        rates[index[run_a.label]][index[run_b.label]] = stats.p_a_beats_b
+        rates[index[run_b.label]][index[run_a.label]] = stats.losses / stats.n  # ties count for neither
     labels = [run.label for run in runs]
     title = f"P(row > column) on {headline}"
     image = plots.win_matrix_heatmap(labels, rates, out_dir / f"{stem}-win-matrix.png", title=title)

@@ -1,8 +1,9 @@
 """Confidence intervals and paired comparisons of per-case scores (DeepDoctor-RAG Table IV style).
 
 Two methods evaluated on the same cases are compared item by item: the paired t-test, Cohen's d_z, per-item
-wins / ties / losses, P(A > B) and a bootstrap interval of the mean difference that resamples cases (pairs),
-so the correlation between the two methods' scores on a case is kept.
+wins / ties / losses, P(A > B) (a tie counts for neither), the relative improvement of A over B, and a
+bootstrap interval of the mean difference that resamples cases (pairs), so the correlation between the two
+methods' scores on a case is kept.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ class PairedStats(BaseModel):
     wins: int
     ties: int
     losses: int
-    p_a_beats_b: float
+    p_a_beats_b: float  # the share of items A scores higher on; a tie counts for neither (DeepDoctor T. IV)
+    relative_improvement: float | None  # (mean A − mean B) / |mean B|; None when mean B is 0
 
 
 def mean_ci(
@@ -117,7 +119,8 @@ def paired(
         wins=wins,
         ties=ties,
         losses=int(x.size) - wins - ties,
-        p_a_beats_b=(wins + ties / 2) / x.size,
+        p_a_beats_b=wins / x.size,
+        relative_improvement=float(diff.mean() / abs(y.mean())) if y.mean() != 0 else None,
     )
 
 

@@ -43,6 +43,12 @@ def account(ledger: Ledger, step: TraceStep, usage: Usage) -> None:
     step.usage += usage
 
 
+def absorb(ledger: Ledger, part: Ledger) -> None:
+    """A part answered on its own ledger (one sampled chain of several), its steps and cost, into `ledger`."""
+    ledger.trace.steps.extend(part.trace.steps)
+    ledger.usage += part.usage
+
+
 async def complete(model: ChatModel, request: ChatRequest, ledger: Ledger, step: TraceStep) -> Completion:
     """One completion, accounted to `ledger` and to the open trace `step`."""
     completion = await model.acomplete(request)

@@ -43,11 +43,10 @@ from clinrag.methods.context import ClinicalContext
 from clinrag.methods.medtextgrad import EarlyStop, MedTextGrad, MedTextGradConfig
 from clinrag.methods.registry import register
 from clinrag.methods.resources import DataPath
+from clinrag.patients.base import LEAKAGE_THRESHOLD
 from clinrag.patients.similarity import Neighbours, SimilarPatients, patient_evidence
 from clinrag.tasks.citations import cited_ids
 from clinrag.tasks.templates import CHOICE_TASKS, SET_TASKS, TaskPrompt, get_task_prompt, task_prompt
-
-PROMPT_PATIENT_CHARS = 300  # per patient in the prompt; the full record stays in the evidence
 
 
 class DoctorRAGConfig(MethodConfig):
@@ -58,12 +57,18 @@ class DoctorRAGConfig(MethodConfig):
     kb: DataPath | None = None  # a knowledge base directory (else CLINRAG_KB_PATH)
     k_statements: int = Field(default=5, ge=1)
     k_patients: int = Field(default=3, ge=1)  # similar patients shown in the prompt
+    # characters of each similar patient's record in the prompt, so one long record does not fill a small
+    # model's context (0: the whole record, as the paper formats it); the full record stays in the evidence
+    patient_chars: int = Field(default=300, ge=0)
     # Similar patients whose labels form the experience prior: 3-5 were best for the label vote on a DDXPlus
     # sample disjoint from the evaluation sample (seed 1 vs 0), 10 a little worse.
     k_prior: int = Field(default=5, ge=1)
     use_knowledge: bool = True
     use_patients: bool = True
     use_tags: bool = True  # concept-constrained search; off = unconstrained dense search (ablation "−tags")
+    # Coded patients (weighted Jaccard) too drop the records more than 0.99 similar to the case, as the paper
+    # drops near-copies; off by default: identical code sets of other patients are real neighbours here
+    code_copy_guard: bool = False
     # When no statement shares the query's chapters: "none" (eq. 1: no statement) or "unconstrained".
     fallback: Fallback = "none"
     use_llm_scores: bool = True
@@ -169,14 +174,16 @@ class DoctorRAG(Method):
         return context, neighbours
 
     def _similar(self, case: Case):
-        return self.patients.find(case, max(self.config.k_patients, self.config.k_prior))
+        guard = LEAKAGE_THRESHOLD if self.config.code_copy_guard else None
+        return self.patients.find(case, max(self.config.k_patients, self.config.k_prior), code_guard=guard)
 
     # --- answering -------------------------------------------------------------------------------------
 
     def _request(
         self, case: Case, prompt: TaskPrompt, context: ClinicalContext, **params: Any
     ) -> ChatRequest:
-        rendered = context.render(max_patient_chars=PROMPT_PATIENT_CHARS) if context.evidence else None
+        cut = self.config.patient_chars or None
+        rendered = context.render(max_patient_chars=cut) if context.evidence else None
         return ChatRequest.of(prompt.render(case, rendered), system=prompt.system, **params)
 
     def _prior(self, case: Case, neighbours: Neighbours) -> dict[str, float]:

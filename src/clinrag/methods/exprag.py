@@ -47,6 +47,7 @@ from clinrag.methods.answering import (
     top,
 )
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
+from clinrag.methods.rag import retrieval_query
 from clinrag.methods.registry import register
 from clinrag.patients.base import PatientBase
 from clinrag.patients.passages import Passage, Retriever, retrieve_passages
@@ -74,7 +75,11 @@ class ExpRAGConfig(MethodConfig):
     ranker: Literal["ehr", "text", "none"] = "ehr"
     weights: Preset = "uniform"  # ranker=ehr: the field weights λ_f, by their preset of Table 3
     focus: str | None = None  # the field the task asks about (default: diagnoses / medications by task kind)
+    focus_share: float = Field(default=0.5, gt=0.0, le=1.0)  # weights=focused: the focus field's weight
     text_ranker: Literal["bm25", "dense"] = "bm25"  # ranker=text
+    # ranker=text: what it searches with, the background alone or, as the paper embeds it, the question, its
+    # options and the background
+    text_query: Literal["background", "question"] = "background"
     # Tuned on a DischargeQA cohort with another seed (synthetic:300:1) than the evaluated one: the label
     # vote of 10 patients beat 3 and 5 on average over the three tasks.
     k_patients: int = Field(default=10, ge=1)
@@ -98,8 +103,10 @@ class ExpRAGConfig(MethodConfig):
             )
         if self.ranker != "ehr" and given & {"weights", "focus"}:
             raise ValueError("weights and focus weigh the coded fields of ranker=ehr")
-        if self.ranker != "text" and "text_ranker" in given:
-            raise ValueError("text_ranker applies to ranker=text")
+        if self.weights != "focused" and "focus_share" in given:
+            raise ValueError("focus_share is the focus field's weight of weights=focused")
+        if self.ranker != "text" and given & {"text_ranker", "text_query"}:
+            raise ValueError("text_ranker and text_query apply to ranker=text")
         return self
 
 
@@ -109,19 +116,31 @@ class ExpRAGConfig(MethodConfig):
 class CodedRanker:
     """EXPRAG eq. 4–7 over the coded fields the case shares with the base, λ_f from a preset."""
 
-    def __init__(self, ranker: CodedSetRanker, preset: Preset = "uniform", focus: str | None = None) -> None:
+    def __init__(
+        self,
+        ranker: CodedSetRanker,
+        preset: Preset = "uniform",
+        focus: str | None = None,
+        focus_share: float = 0.5,
+    ) -> None:
         self.ranker = ranker
         self.preset = preset
         self.focus = focus
+        self.focus_share = focus_share
 
     @classmethod
     def from_records(
-        cls, records: Sequence[PatientRecord], preset: Preset = "uniform", focus: str | None = None
+        cls,
+        records: Sequence[PatientRecord],
+        preset: Preset = "uniform",
+        focus: str | None = None,
+        focus_share: float = 0.5,
     ) -> CodedRanker:
         fields = sorted({name for record in records for name in record.codes})
         if not fields:
             raise InvalidInputError("the patient base has no coded fields: use ranker=text")
-        return cls(CodedSetRanker([r.id for r in records], [r.codes for r in records], fields), preset, focus)
+        ranker = CodedSetRanker([r.id for r in records], [r.codes for r in records], fields)
+        return cls(ranker, preset, focus, focus_share)
 
     def weights(self, case: Case) -> tuple[dict[str, list[str]], dict[str, float]]:
         """The case's codes in the base's fields, and λ_f over them (and over the focus field)."""
@@ -141,7 +160,7 @@ class CodedRanker:
                 f"the {self.preset} preset weighs the field a {case.task} case asks about: pass focus= "
                 f"one of {known}"
             )
-        return codes, preset_weights(self.preset, sorted({*codes, focus}), focus)
+        return codes, preset_weights(self.preset, sorted({*codes, focus}), focus, self.focus_share)
 
     def rank(self, case: Case, k: int) -> tuple[dict[str, Any], list[Hit]]:
         codes, weights = self.weights(case)
@@ -151,15 +170,18 @@ class CodedRanker:
 
 class TextRanker:
     """The paper's text-based baseline: the patients most similar by their narrative (the background of the
-    report), by BM25 or by cosine of embeddings (with the DoctorRAG leakage guard)."""
+    report), by BM25 or by cosine of embeddings (with the DoctorRAG leakage guard), searched with the case's
+    background (`query="background"`) or with its question, options and background (`"question"`)."""
 
     def __init__(
         self,
         records: Sequence[PatientRecord],
         mode: Literal["bm25", "dense"],
         embedder: Embedder | None = None,
+        query: Literal["background", "question"] = "background",
     ) -> None:
         self.mode = mode
+        self.query = query
         if mode == "bm25":
             self.index = LexicalIndex()
             self.index.add([r.id for r in records], [r.narrative for r in records])
@@ -169,13 +191,16 @@ class TextRanker:
             self.base = PatientBase.create(records, embedder)
 
     def rank(self, case: Case, k: int) -> tuple[dict[str, Any], list[Hit]]:
-        query = case.patient.initial_presentation if case.patient else ""
-        query = query if query.strip() else case_text(case)
+        background = case.patient.initial_presentation if case.patient else ""
+        if self.query == "question":
+            query = retrieval_query(case)  # the background, the question and its options
+        else:
+            query = background if background.strip() else case_text(case)
         if self.mode == "bm25":
             hits = [hit for hit in self.index.search(query, k + 1) if hit.id != case.id][:k]
         else:
             hits = [Hit(r.id, score) for r, score in self.base.similar(query, k, exclude=[case.id])]
-        return {"ranker": "text", "retriever": self.mode}, hits
+        return {"ranker": "text", "retriever": self.mode, "query": query}, hits
 
 
 PatientRanker = CodedRanker | TextRanker
@@ -400,9 +425,9 @@ def build(context: MethodContext, config: ExpRAGConfig) -> ExpRAG:
     embedder = context.embedder if config.passages != "bm25" or dense_text else None
     ranker: PatientRanker | None = None
     if config.ranker == "ehr":
-        ranker = CodedRanker.from_records(records, config.weights, config.focus)
+        ranker = CodedRanker.from_records(records, config.weights, config.focus, config.focus_share)
     elif config.ranker == "text":
-        ranker = TextRanker(records, config.text_ranker, embedder)
+        ranker = TextRanker(records, config.text_ranker, embedder, config.text_query)
     retriever = ExperienceRetriever({r.id: r for r in records}, ranker, config, embedder)
     return ExpRAG(context.chat_model if config.llm else None, retriever, context.labels, config)
 

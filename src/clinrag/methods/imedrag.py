@@ -4,8 +4,9 @@ The first iteration writes its queries from the question alone; each later one s
 history of (query, answer) pairs, analyses what is known, then writes new queries ("reason, then query").
 Every query is answered by vanilla RAG over the corpus (`rag.answer_query`), the n queries of one iteration
 concurrently; a query already asked is not asked again. The final answer sees the question and the whole
-history. With `adaptive_stop` the model also says whether the history already suffices, and a "yes" ends the
-iterations early (the paper's future work: measured, not assumed to help).
+history, and with `final_analysis` (the paper's last step) an analysis of both the model writes first. With
+`adaptive_stop` the model also says whether the history already suffices, and a "yes" ends the iterations
+early (the paper's future work: measured, not assumed to help).
 
 Queries are requested as JSON under a schema (a grammar for the embedded model), so a small model always
 returns a parsable list; a reply that still fails validation ends the iterations, is recorded in the trace,
@@ -54,6 +55,15 @@ up, with the answers found:
 First analyse what the answers above establish and what is still missing, then write up to {n} new short \
 questions that would help you answer (not ones already asked). Each must stand on its own."""
 
+FINAL_ANALYSIS = """Analyse the medical question below step by step, in a few sentences, using the answers \
+found to the questions you looked up. Do not give the final answer yet.
+
+Questions you looked up, with the answers found:
+
+{history}
+
+{question}"""
+
 ADAPTIVE = ' If the information above is already enough to answer, set "enough_information" to true.'
 
 
@@ -72,6 +82,10 @@ class IMedRAGConfig(MethodConfig):
     query_tokens: int = Field(default=256, ge=32)  # the analysis and the queries of one iteration
     answer_tokens: int = Field(default=128, ge=16)  # one query's answer
     max_tokens: int = Field(default=256, ge=1)  # the final answer (free-text tasks)
+    # the paper's last step: an analysis of the question and the history, written before the answer and
+    # shown to it (off: the answer sees the history alone)
+    final_analysis: bool = False
+    analysis_tokens: int = Field(default=256, ge=32)
 
 
 class FollowUp(BaseModel):
@@ -212,10 +226,26 @@ class IMedRAGMethod(Method):
             step.output = {"asked": fresh, "repeated": repeated}
         return fresh
 
+    async def _analysis(self, case: Case, history: list[Exchange], answer: Answer) -> str:
+        """The analysis of the question and the history that precedes the answer."""
+        request = ChatRequest.of(
+            FINAL_ANALYSIS.format(history=render_history(history) or "(none)", question=question_block(case)),
+            max_tokens=self.config.analysis_tokens,
+            temperature=0.0,
+        )
+        with answer.trace.step("imedrag.analysis", exchanges=len(history)) as step:
+            analysis = (await complete(self.model, request, answer, step)).text.strip()
+            step.output = {"analysis": analysis}
+        return analysis
+
     async def _final_answer(self, case: Case, history: list[Exchange], answer: Answer) -> None:
         prompt = task_prompt(case)
+        context = render_history(history)
+        if self.config.final_analysis:
+            analysis = await self._analysis(case, history, answer)
+            context = f"{context}\n\nAnalysis: {analysis}".strip() if analysis else context
         request = ChatRequest.of(
-            prompt.render(case, render_history(history) or None),
+            prompt.render(case, context or None),
             system=prompt.system,
             max_tokens=self.config.max_tokens,
             temperature=0.0,

@@ -26,10 +26,13 @@ EncodedField = tuple[Sequence[str], np.ndarray, np.ndarray]
 _HEAVY = 64  # the most frequent codes of a field, one bit each in a uint64 per patient
 
 
-def preset_weights(preset: str, fields: Sequence[str], focus: str | None = None) -> dict[str, float]:
+def preset_weights(
+    preset: str, fields: Sequence[str], focus: str | None = None, focus_share: float = 0.5
+) -> dict[str, float]:
     """Field weights λ_f summing to 1, after EXPRAG Table 3: `uniform` (equal), `focused` (the field the task
-    asks about, e.g. diagnoses for a diagnosis question, weighs half, the rest share the other half) and
-    `complementary` (the task's own field is left out; the others share the weight equally)."""
+    asks about, e.g. diagnoses for a diagnosis question, weighs `focus_share`, half by default, the rest share
+    what is left; 1: the focus alone) and `complementary` (the task's own field is left out; the others share
+    the weight equally)."""
     if not fields:
         raise InvalidInputError("weights need at least one field")
     if preset == "uniform":
@@ -40,7 +43,7 @@ def preset_weights(preset: str, fields: Sequence[str], focus: str | None = None)
     if preset == "focused":
         if not others:
             return {focus: 1.0}
-        return {focus: 0.5, **{f: 0.5 / len(others) for f in others}}
+        return {focus: focus_share, **{f: (1.0 - focus_share) / len(others) for f in others}}
     if preset == "complementary":
         if not others:
             raise InvalidInputError("the complementary preset needs a field besides the focus")
@@ -199,13 +202,22 @@ class CodedSetRanker:
         return total
 
     def rank(
-        self, query: CodedSets, k: int, weights: Mapping[str, float], *, exclude: Iterable[str] = ()
+        self,
+        query: CodedSets,
+        k: int,
+        weights: Mapping[str, float],
+        *,
+        exclude: Iterable[str] = (),
+        guard: float | None = None,
     ) -> list[Hit]:
         """The k most similar patients (score > 0), best first, ties by insertion order; `exclude` lists ids
-        that must not be returned (e.g. the query patient itself: the leakage guard)."""
+        that must not be returned (e.g. the query patient itself: the leakage guard), and with `guard` no
+        patient scoring above it is (a copy of the query under another id)."""
         if k < 1:
             raise InvalidInputError(f"k must be positive, got {k}")
         total = self.scores(query, weights)
+        if guard is not None:
+            total[total > guard] = 0.0
         for pid in exclude:
             if pid in self._row:
                 total[self._row[pid]] = 0.0

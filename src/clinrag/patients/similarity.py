@@ -58,14 +58,15 @@ class SimilarPatients:
                 self._base = PatientBase.create(self.records, self.embedder(), progress=True)
             return self._base
 
-    def find(self, case: Case, k: int) -> tuple[str, Neighbours]:
-        """(how they were found, the k most similar records with their similarity, best first)."""
+    def find(self, case: Case, k: int, code_guard: float | None = None) -> tuple[str, Neighbours]:
+        """(how they were found, the k most similar records with their similarity, best first). Narratives
+        always drop copies of the case (cosine > 0.99); coded sets drop those above `code_guard`, if given."""
         if k < 1:
             raise InvalidInputError(f"k must be positive, got {k}")
         codes = {f: v for f, v in (case.patient.codes if case.patient else {}).items() if f in self._fields}
         if any(codes.values()):
             weights = preset_weights("uniform", sorted(codes))
-            hits = self._ranker.rank(codes, k, weights, exclude=[case.id])
+            hits = self._ranker.rank(codes, k, weights, exclude=[case.id], guard=code_guard)
             return "coded-set jaccard", [(self._by_id[h.id], h.score) for h in hits]
         return "narrative cosine", self._patient_base().similar(case_text(case), k, exclude=[case.id])
 

@@ -75,7 +75,8 @@ def test_delta_progress_comes_from_the_logged_ranks(ddxplus_interactive, held_ou
         ranks = [_rank(s.ddx, case.gold.answer) for s in answer.result.ddx_history]
         assert [t.scores["rank"] for t in turns] == ranks
         assert [t.questions_asked for t in turns] == [0, 2, 6]
-        assert scores["delta_progress"] == ranks[0] - ranks[-1]
+        assert scores["delta_progress"] == (ranks[0] - ranks[-1]) / 2  # two steps between three turns
+        assert scores["rank_gain"] == ranks[0] - ranks[-1]
         moved += ranks[0] != ranks[-1]
     assert moved >= 3
 

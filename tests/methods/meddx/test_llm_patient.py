@@ -53,6 +53,18 @@ def test_prompts_hold_the_profile_and_the_dialogue_so_far(server, icraft_case) -
     assert "Have you travelled" not in server.requests[0]["messages"][1]["content"]
 
 
+def test_a_patient_that_does_not_volunteer_is_told_to_answer_only_what_is_asked(server, icraft_case) -> None:
+    # The loopback server stands in for a model server, so the instructions the patient gets can be read.
+    reply = (200, chat_body(json.dumps({"answer": "I don't know", "details": ""})), 0.0)
+    server.replies = [reply, reply]
+    for volunteers in (True, False):
+        patient = LLMPatient.for_case(scripted_model(server), icraft_case, volunteers=volunteers)
+        asyncio.run(patient.ask("Have you travelled abroad recently?"))
+    offered, only_asked = (request["messages"][0]["content"] for request in server.requests)
+    assert "closely related to the question" in offered and "Add nothing else." not in offered
+    assert "closely related" not in only_asked and "Add nothing else." in only_asked
+
+
 def test_invalid_reply_is_a_typed_error_and_not_a_turn(server, icraft_case) -> None:
     server.replies = [(200, chat_body('{"answer": "maybe", "details": "hard to say"}'), 0.0)]
     model = scripted_model(server)

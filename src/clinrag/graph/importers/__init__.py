@@ -8,6 +8,7 @@ Sources are named as on the command line:
   `packaged:omim-diseases`, `packaged:orphanet-diseases`: one database's alone;
 - `packaged:faker-diseases` (`-fr`, `-zh`): the disease table of `faker-healthcare-provider`;
 - `pycmekg:PATH`: PyCMeKG triples from a pickle, loaded without running any of its code;
+- `medicalgraph:PATH`: OpenKG's medicalgraph, `medical.json` of QASystemOnMedicalKG (Chinese);
 - `text:PATH`: triples the chat model extracts from .txt/.md files or a corpus of abstracts (needs a
   `SourceContext`: the model, and a folder for its resumable work).
 """

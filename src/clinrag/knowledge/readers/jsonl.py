@@ -1,4 +1,6 @@
-"""Any other JSONL whose records carry a `text` field: chunked text items."""
+"""Any other JSONL whose records carry their text in a `text` field, or in `content` as MedRAG distributes its
+corpora (StatPearls, textbooks, PubMed snippets: `{"id", "title", "content", "contents"}`): chunked text
+items."""
 
 from __future__ import annotations
 
@@ -12,20 +14,21 @@ from clinrag.knowledge.formats import Sample, SourceFormat, register
 from clinrag.knowledge.items import SourceItem
 
 NO_TEXT = "records without text"
+TEXT_FIELDS = ("text", "content")  # the first a record has holds its text (`content`: MedRAG's corpora)
 
 
 def read_text_records(
     path: str | Path, *, max_size: int = DEFAULT_MAX_SIZE, overlap: int = DEFAULT_OVERLAP
 ) -> Reading[SourceItem]:
-    """Text items from a JSONL file whose records carry a `text` field (chunked); the source is the file
-    stem, and a record's own `id` and `title`, when present, go to the provenance."""
+    """Text items from a JSONL file whose records carry a `text` (or `content`) field, chunked; the source is
+    the file stem, and a record's own `id` and `title`, when present, go to the provenance."""
     path = existing_file(path)
     source = path.stem
 
     def produce(report: ReadReport) -> Iterator[SourceItem]:
         file = fingerprint(path)
         for line, record in jsonl_records(path, report):
-            text = record.get("text")
+            text = next((record[field] for field in TEXT_FIELDS if field in record), None)
             chunks = chunk_text(text, max_size, overlap) if isinstance(text, str) else []
             if not chunks:
                 report.skip(NO_TEXT, line)

@@ -61,6 +61,8 @@ class MeddxConfig(MethodConfig):
     kb: DataPath | None = None
     graph: GraphUri | None = None
     patient: Literal["auto", "structured", "llm"] = "auto"
+    # the LLM patient may name one related finding after "I don't know" (off: it answers only what is asked)
+    patient_volunteers: bool = True
     stop_on_goals: bool = False  # the doctor may end an interview early by saying its goals are met
     experience_goals: bool = False  # the experience policy suggests the doctor's next question (coded data)
     stable_top_k: int = Field(default=0, ge=0, le=10)
@@ -131,7 +133,9 @@ class Meddx(Method):
             patient = StructuredPatient(case, evidence_catalogue(catalogue))
             patient.initial()  # what the clinician heard first is known from the start
             return CodedInterviewee(patient, self._matcher(catalogue))
-        return SimulatedInterviewee(LLMPatient.for_case(self._context.chat_model, case))
+        return SimulatedInterviewee(
+            LLMPatient.for_case(self._context.chat_model, case, volunteers=self.config.patient_volunteers)
+        )
 
     def _hpo_reader(self) -> Callable[[str], list[str]]:
         """What reads the HPO terms a doctor's question names: the consultation's finding extractor."""
