@@ -120,6 +120,13 @@ def test_planner_stops_when_a_plan_repeats_what_was_run(plan_server, ddx_store, 
     ]
 
 
+def test_the_planner_samples_at_its_configured_temperature(plan_server, ddx_store) -> None:
+    server = plan_server(["not a plan"])
+    _plan(server, ddx_store)
+    _plan(server, ddx_store, temperature=0.8)
+    assert [request["temperature"] for request in server.requests] == [0.0, 0.8]
+
+
 def test_planner_records_an_unparsable_plan_and_stops(plan_server, ddx_store) -> None:
     run, trace = _plan(plan_server(["I would look up the symptoms of pneumonia."]), ddx_store)
 

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from clinrag.core.errors import InvalidInputError
 from clinrag.knowledge.rewrite import DeclarativeRewriter
 from clinrag.knowledge.tagging import EmbeddingTagger, LLMTagger, validate_chapters
 from tests.openai_server import chat_body, scripted_model
@@ -64,6 +65,19 @@ def test_llm_tagger_retries_once_then_records_untagged(server):
     server.replies = [(200, chat_body('{"chapters": ["Cardiology"]}'), 0)]
     tagging = LLMTagger(model).tag("Heart failure.")
     assert tagging.tags == [] and tagging.untagged_reason and len(server.requests) == 2
+
+
+def test_an_llm_tagger_of_one_category_asks_for_one_and_keeps_one(server):
+    """DoctorRAG's agent picks one first-level category: the prompt asks for one, and a reply that lists
+    more has the rest rejected."""
+    model = scripted_model(server)
+    server.replies = [(200, chat_body('{"chapters": [10, 9]}'), 0)]
+    tagging = LLMTagger(model, max_tags=1).tag("Heart failure with reduced ejection fraction.")
+    assert tagging.tags == [9] and tagging.rejected == ["10"]
+    request = server.requests[0]
+    assert "Choose one chapter number" in request["messages"][-1]["content"]
+    with pytest.raises(InvalidInputError, match="max_tags"):
+        LLMTagger(model, max_tags=4)
 
 
 def test_embedding_tagger_picks_the_organ_system(minilm_embedder):

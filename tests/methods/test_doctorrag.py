@@ -9,13 +9,15 @@ from pathlib import Path
 import pytest
 
 from clinrag.core.errors import InvalidInputError
+from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
 from clinrag.knowledge.tagging import EmbeddingTagger
 from clinrag.methods.answering import PRIOR_FLOOR, combine
+from clinrag.methods.base import MethodContext
 from clinrag.methods.context import ClinicalContext
-from clinrag.methods.doctorrag import DoctorRAG, DoctorRAGConfig
+from clinrag.methods.doctorrag import DoctorRAG, DoctorRAGConfig, build
 from clinrag.patients.base import format_record
 from clinrag.patients.similarity import SimilarPatients, patient_evidence
 from clinrag.tasks.templates import task_prompt
@@ -112,6 +114,18 @@ def test_the_copy_guard_keeps_a_coded_copy_of_the_case_out_of_its_similar_patien
 
     assert neighbours()[0] == "copy"
     assert "copy" not in neighbours(code_copy_guard=True)
+
+
+def test_the_query_tagger_and_its_chapters_are_parameters(knowledge, minilm_embedder) -> None:
+    context = MethodContext(
+        settings=Settings(), knowledge=knowledge, embedder_factory=lambda _: minilm_embedder
+    )
+    configured = build(context, DoctorRAGConfig(use_llm_scores=False))
+    one = build(context, DoctorRAGConfig(use_llm_scores=False, tagger="embedding", tag_chapters=1))
+    assert isinstance(one.tagger, EmbeddingTagger) and one.tagger.max_tags == 1
+    assert configured.tagger.max_tags == 3
+    tagged = one.tagger.tag("Acute myocardial infarction treated with aspirin.")
+    assert len(tagged.tags) == 1
 
 
 def test_a_similar_patient_is_shown_whole_or_cut_as_patient_chars_says(ddxplus) -> None:

@@ -224,7 +224,7 @@ def eval_quality(
     run: Annotated[Path, typer.Argument(help="Run directory.")],
     limit: Annotated[int | None, typer.Option(min=1, help="Score the first N cases.")] = None,
 ) -> None:
-    """RAGAS-style answer quality (0–1) of a run's answers against the reference, by the judge model;
+    """RAGAS's answer correctness (0–1) of a run's answers against the reference, by the judge model;
     per-case scores go to RUN/quality.jsonl."""
     from clinrag.embed.factory import build_embedder
     from clinrag.eval.judges import AnswerQualityJudge

@@ -1,5 +1,6 @@
 """LLM-as-judge: pairwise preference between two answers (DoctorRAG) and answer quality against a
-reference (RAGAS-style answer correctness, as DeepDoctor-RAG reports it).
+reference (RAGAS's answer correctness; DeepDoctor-RAG's Table III scores come from a RAGAS NumericMetric
+judge instead, which this is not).
 
 Pairwise (DoctorRAG §4.3, prompt in appendix D.3, heatmaps in Fig. 4): the judge says, for comprehensiveness,
 relevance and safety, which of two responses is better. Each pair is judged in both presentation orders, at

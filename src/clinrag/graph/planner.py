@@ -72,11 +72,14 @@ class PlannerConfig:
     min_match_count: int = 1
     top_k_items: int = 10
     state_triples: int = 60  # triples shown to the planner; the state keeps them all
+    temperature: float = 0.0  # of the planner's sampling (the paper's is "moderately high", not stated)
 
     def __post_init__(self) -> None:
         for name in ("max_rounds", "max_actions", "max_keywords", "plan_tokens", "min_match_count"):
             if getattr(self, name) < 1:
                 raise InvalidInputError(f"planner {name} must be at least 1")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise InvalidInputError(f"planner temperature must be in [0, 2], got {self.temperature}")
 
 
 def plan_schema(config: PlannerConfig) -> dict[str, Any]:
@@ -185,7 +188,10 @@ class GraphPlanner:
             actions=actions, question=question, state=state.summary(self.config.state_triples)
         )
         request = ChatRequest.of(
-            prompt, max_tokens=self.config.plan_tokens, temperature=0.0, json_schema=plan_schema(self.config)
+            prompt,
+            max_tokens=self.config.plan_tokens,
+            temperature=self.config.temperature,
+            json_schema=plan_schema(self.config),
         )
         with trace.step("deepdoctor.plan", round=round_index) as step:
             completion = await self.model.acomplete(request)

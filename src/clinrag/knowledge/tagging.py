@@ -13,7 +13,7 @@ from typing import Protocol
 import numpy as np
 from pydantic import BaseModel, Field
 
-from clinrag.core.errors import StructuredOutputError
+from clinrag.core.errors import InvalidInputError, StructuredOutputError
 from clinrag.embed.base import Embedder
 from clinrag.llm.base import ChatModel, ChatRequest
 from clinrag.llm.structured import complete_structured
@@ -21,8 +21,7 @@ from clinrag.terms.icd10 import chapter_menu, chapters, parse_chapter_reference
 
 MAX_TAGS = 3
 
-TAG_PROMPT = """Which ICD-10 chapters does this medical text belong to? Choose 1 to {max_tags} chapter \
-numbers from the list.
+TAG_PROMPT = """Which ICD-10 chapters does this medical text belong to? Choose {how_many} from the list.
 
 {menu}
 
@@ -55,7 +54,7 @@ class Tagger(Protocol):
     def tag(self, text: str) -> Tagging: ...
 
 
-def _schema() -> dict:
+def _schema(max_tags: int = MAX_TAGS) -> dict:
     numbers = [c.number for c in chapters()]
     return {
         "type": "object",
@@ -64,7 +63,7 @@ def _schema() -> dict:
                 "type": "array",
                 "items": {"type": "integer", "enum": numbers},
                 "minItems": 1,
-                "maxItems": MAX_TAGS,
+                "maxItems": max_tags,
             }
         },
         "required": ["chapters"],
@@ -74,16 +73,23 @@ def _schema() -> dict:
 class LLMTagger:
     name = "llm"
 
-    def __init__(self, model: ChatModel, max_tokens: int = 32) -> None:
+    def __init__(self, model: ChatModel, max_tokens: int = 32, max_tags: int = MAX_TAGS) -> None:
+        """`max_tags`: at most this many chapters a text (1: one category, as DoctorRAG's agent picks)."""
+        if not 1 <= max_tags <= MAX_TAGS:
+            raise InvalidInputError(f"max_tags must be 1 to {MAX_TAGS}, got {max_tags}")
         self.model = model
         self.max_tokens = max_tokens
+        self.max_tags = max_tags
 
     def tag(self, text: str) -> Tagging:
-        prompt = TAG_PROMPT.format(max_tags=MAX_TAGS, menu=chapter_menu(), text=text.strip())
+        how_many = "one chapter number" if self.max_tags == 1 else f"1 to {self.max_tags} chapter numbers"
+        prompt = TAG_PROMPT.format(how_many=how_many, menu=chapter_menu(), text=text.strip())
         rejected: list[str] = []
         for attempt in range(2):
             note = RETRY_NOTE.format(rejected=", ".join(rejected)) if attempt else ""
-            request = ChatRequest.of(prompt + note, max_tokens=self.max_tokens, json_schema=_schema())
+            request = ChatRequest.of(
+                prompt + note, max_tokens=self.max_tokens, json_schema=_schema(self.max_tags)
+            )
             try:
                 answer, _ = complete_structured(self.model, request, _ChapterAnswer)
             except StructuredOutputError as exc:
@@ -91,6 +97,9 @@ class LLMTagger:
                 continue
             valid, invalid = validate_chapters(answer.chapters)
             rejected.extend(invalid)
+            if len(valid) > self.max_tags:  # a server without guided decoding may list more
+                rejected.extend(str(number) for number in valid[self.max_tags :])
+                valid = valid[: self.max_tags]
             if valid:
                 return Tagging(valid, rejected)
         return Tagging([], rejected, untagged_reason="no valid chapter after one retry")

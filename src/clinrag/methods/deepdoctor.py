@@ -54,6 +54,9 @@ class DeepDoctorConfig(MethodConfig):
     max_actions: int = Field(default=3, ge=1, le=10)
     min_match_count: int = Field(default=1, ge=1)
     top_k_items: int = Field(default=10, ge=1, le=50)
+    # the planner's sampling temperature: the paper samples "moderately high" without a figure; 0 here, so a
+    # plan is reproducible and cached
+    planner_temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_facts: int = Field(default=80, ge=1)  # graph facts shown in the answer prompt
     cited_diseases: int = Field(default=2, ge=0, le=10)  # leading diseases searched in the literature
     citations: int = Field(default=2, ge=1, le=10)  # citations kept per disease searched
@@ -84,6 +87,7 @@ class DeepDoctorMethod(Method):
             max_actions=self.config.max_actions,
             min_match_count=self.config.min_match_count,
             top_k_items=self.config.top_k_items,
+            temperature=self.config.planner_temperature,
         )
         self.planner = GraphPlanner(model, store, NodeMatcher(store), planner_config)
 

@@ -66,6 +66,10 @@ class DoctorRAGConfig(MethodConfig):
     use_knowledge: bool = True
     use_patients: bool = True
     use_tags: bool = True  # concept-constrained search; off = unconstrained dense search (ablation "−tags")
+    # the query's concept tagger: the configured one (CLINRAG_KB_TAGGER), or the paper's LLM agent, or
+    # the embedding tagger; and at most how many ICD-10 chapters it gives (the paper's agent: one)
+    tagger: Literal["settings", "llm", "embedding"] = "settings"
+    tag_chapters: int = Field(default=3, ge=1, le=3)
     # Coded patients (weighted Jaccard) too drop the records more than 0.99 similar to the case, as the paper
     # drops near-copies; off by default: identical code sets of other patients are real neighbours here
     code_copy_guard: bool = False
@@ -302,7 +306,9 @@ def build(context: MethodContext, config: DoctorRAGConfig) -> DoctorRAG:
         from clinrag.knowledge.factory import build_tagger
 
         knowledge = context.knowledge_base(config.kb, param="kb", without="use_knowledge=false")
-        tagger = build_tagger(context.settings, context.embedder) if config.use_tags else None
+        if config.use_tags:
+            kind = None if config.tagger == "settings" else config.tagger
+            tagger = build_tagger(context.settings, context.embedder, kind, config.tag_chapters)
     patients = None
     if config.use_patients and (context.experience or context.patient_base is not None):
         patients = context.similar_patients()

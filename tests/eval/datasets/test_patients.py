@@ -115,6 +115,20 @@ def test_icraft_cases_and_the_one_contradictory_record(loaded, data_dir):
     assert {r.id: r.codes["diagnosis"] for r in dataset.records} == dataset.labels
 
 
+def test_icraft_over_every_condition_it_names(loaded, data_dir):
+    """MEDDxAgent asks iCraft-MD over its full set of conditions: every case gets every option the file
+    names, the golds among them, not its own four."""
+    raw = _jsonl(data_dir / "icraft_md" / "craft_md.jsonl")
+    four = loaded("icraft-md")
+    every = loaded("icraft-md-all")
+    kept = [line for line in raw if str(line["id"]) != "129"]  # the contradictory record is skipped
+    named = {str(text).strip() for line in kept for text in line["options"].values()}
+    assert len(named) > 100
+    assert [case.id for case in every.cases] == [case.id for case in four.cases]
+    for case, own in zip(every.cases, four.cases, strict=True):
+        assert set(case.options) == named and case.gold == own.gold
+
+
 # --- DialMed ------------------------------------------------------------------------------------------------
 
 

@@ -221,6 +221,17 @@ def load_icraft_md(path: Path) -> Dataset:
     )
 
 
+def load_icraft_md_all(path: Path) -> Dataset:
+    """iCraft-MD with every case asked over every condition the dataset names (all its options, the golds
+    among them), as MEDDxAgent asks over the full set of conditions rather than four."""
+    dataset = load_icraft_md(path)
+    conditions = sorted({text for case in dataset.cases for text in case.options}, key=str.casefold)
+    options = {text: text for text in conditions}
+    cases = [case.model_copy(update={"options": options}) for case in dataset.cases]
+    report = dataset.report.replace("icraft-md:", "icraft-md-all:", 1)
+    return Dataset("icraft-md-all", cases, dataset.records, dataset.labels, report)
+
+
 ICRAFT_CONSULT_QUESTION = "What is the most likely diagnosis, and what should be done next?"
 
 
@@ -355,6 +366,12 @@ register(
         "iCraft-MD dermatology vignettes, diagnosis among 4 options",
         "icraft_md/craft_md.jsonl",
         load_icraft_md,
+    ),
+    DatasetSpec(
+        "icraft-md-all",
+        "iCraft-MD vignettes, diagnosis among every condition the dataset names (MEDDxAgent's full set)",
+        "icraft_md/craft_md.jsonl",
+        load_icraft_md_all,
     ),
     DatasetSpec(
         "icraft-md-consult",
