@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.graph.falkordb_store import FalkorDBStore
@@ -143,6 +144,33 @@ def test_strict_prompt_abstains_without_evidence_and_unstrict_answers(
     gold = case.gold.answer
     unstrict = _method(script(nothing, reply=gold), store, prompt="unstrict").answer(case)
     assert unstrict.error is None and unstrict.result.choice == gold
+
+
+def test_the_non_retrieval_baseline_asks_with_the_same_unstrict_prompt_and_no_graph(
+    script, store: FalkorDBStore, cases: list[Case]
+) -> None:
+    """The paper's baseline: the same (unstrict) instructions, no planning, no graph, no evidence."""
+    case = cases[1]
+    gold = case.gold.answer
+    nothing = [{"actions": [{"action": "INFER_DISEASES_BY_SYMPTOMS", "keywords": ["zqxv wplkj"]}]}]
+    with_graph = script(nothing, reply=gold)
+    _method(with_graph, store, prompt="unstrict").answer(case)
+    server = script(nothing, reply=gold)
+    context = MethodContext(
+        settings=Settings(),
+        params={"prompt": "unstrict", "retrieval": False, "answer": "generate"},
+        chat_model_factory=lambda _: scripted_model(server),
+    )
+    baseline = get_method("deepdoctor").build(context)
+    assert baseline.store is None
+    answer = baseline.answer(case)
+    assert answer.error is None and answer.result.choice == gold and answer.evidence == []
+    assert server.plan_requests() == [] and len(server.answer_requests()) == 1
+    (asked,) = server.answer_requests()
+    (retrieved,) = with_graph.answer_requests()
+    assert asked["messages"][0] == retrieved["messages"][0]  # the same system prompt, the unstrict one
+    with pytest.raises(InvalidInputError, match="unstrict prompt's baseline"):
+        DeepDoctorConfig.from_params({"retrieval": False})
 
 
 def test_the_embedded_model_runs_deepdoctor_end_to_end(graph_home: Path, cases: list[Case]) -> None:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from clinrag.core.models import Answer, Case, Evidence, case_text
 from clinrag.graph.matching import NodeMatcher
@@ -61,6 +61,14 @@ class DeepDoctorConfig(MethodConfig):
     cited_diseases: int = Field(default=2, ge=0, le=10)  # leading diseases searched in the literature
     citations: int = Field(default=2, ge=1, le=10)  # citations kept per disease searched
     max_tokens: int = Field(default=256, ge=1)
+    # off: the paper's non-retrieval baseline, the same (unstrict) prompt with no graph, MeSH or literature
+    retrieval: bool = True
+
+    @model_validator(mode="after")
+    def _baseline_prompt(self) -> Self:
+        if not self.retrieval and self.prompt == "strict":
+            raise ValueError("retrieval=false is the unstrict prompt's baseline (the strict one abstains)")
+        return self
 
 
 class DeepDoctorMethod(Method):
@@ -69,7 +77,7 @@ class DeepDoctorMethod(Method):
     def __init__(
         self,
         model: ChatModel,
-        store: GraphStore,
+        store: GraphStore | None,
         config: DeepDoctorConfig | None = None,
         *,
         mesh: MeshMapper | None = None,
@@ -82,6 +90,9 @@ class DeepDoctorMethod(Method):
         self.mesh = mesh
         self.literature = literature if literature is not None and literature.sources else None
         self.graph_source = graph_source
+        self.planner: GraphPlanner | None = None
+        if store is None:  # the non-retrieval baseline
+            return
         planner_config = PlannerConfig(
             max_rounds=self.config.max_rounds,
             max_actions=self.config.max_actions,
@@ -93,6 +104,9 @@ class DeepDoctorMethod(Method):
 
     async def aanswer(self, case: Case) -> Answer:
         answer = Answer(case_id=case.id, method=self.name)
+        if self.planner is None:  # the non-retrieval baseline: the same prompt, no evidence
+            await self._answer(case, EvidencePack(), answer)
+            return answer
         question = case_text(case)
         run = await self.planner.run(question, answer.trace)
         answer.usage += run.usage  # the planner's own ledger: its calls, once
@@ -166,6 +180,8 @@ def leading_diseases(state: RetrievalState) -> list[str]:
 def build(context: MethodContext, config: DeepDoctorConfig) -> DeepDoctorMethod:
     from clinrag.literature.config import build_literature_search, literature_config
 
+    if not config.retrieval:
+        return DeepDoctorMethod(context.chat_model, None, config)
     uri = config.graph or context.settings.graph_uri
     mesh_path = Path(config.mesh) if config.mesh else context.settings.mesh_index_path
     mesh = None

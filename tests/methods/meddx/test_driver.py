@@ -77,6 +77,31 @@ def test_dynamic_mode_rejects_invalid_component_choices_and_retries(server, case
     assert consultation.ddx[0].name == gold and len(consultation.history) == 1
 
 
+def test_the_diagnosis_prompt_can_hold_the_differential_so_far_and_the_drivers_instructions(
+    server, case
+) -> None:
+    """MEDDxAgent's diagnosis prompt holds the previous differential and the driver's instructions
+    (`with_context`); off, it holds neither."""
+    gold = case.gold.answer
+    wrong = next(text for text in case.options.values() if text != gold)
+    model = _model(server)
+    server.replies = [_pick(wrong), _pick(gold)] * 2
+    for with_context in (False, True):
+        consultation = Consultation(case, None)
+        agent = DiagnosisAgent(model, with_context=with_context)
+        first, _ = asyncio.run(agent.diagnose(consultation, Answer(case_id=case.id, method="m")))
+        consultation.record_ddx(first)
+        asyncio.run(agent.diagnose(consultation, Answer(case_id=case.id, method="m"), "Weigh the fever."))
+    plain_first, plain_second, first_prompt, second_prompt = (
+        r["messages"][-1]["content"] for r in server.requests
+    )
+    assert "differential so far" not in plain_second and "Weigh the fever." not in plain_second
+    assert "differential so far" not in first_prompt  # nothing yet
+    assert f"The differential so far: {wrong}" in second_prompt
+    assert "Instructions for this step: Weigh the fever." in second_prompt
+    assert plain_first == first_prompt
+
+
 def test_dynamic_mode_falls_back_to_the_fixed_order_after_retries(server, case) -> None:
     server.replies = [_choose("surgery")] * 2 + [_pick(case.gold.answer)]
     model = _model(server)

@@ -27,10 +27,14 @@ EXAMPLE_CHARS = 500
 SYSTEM = "You are an expert physician making a differential diagnosis."
 EXAMPLE = "Example patient: {text}\nDiagnosis: {label}"
 BODY = """{examples}Patient: {profile}
-{knowledge}
+{knowledge}{context}
 Candidate diagnoses:
 {options}"""
 CONCLUDE = "\n\nThe most likely diagnosis is:"
+# with `with_context`, what MEDDxAgent's diagnosis prompt also holds: the differential so far and what the
+# driver asked of this step
+PREVIOUS = "\nThe differential so far: {ddx}"
+INSTRUCTIONS = "\nInstructions for this step: {given}"
 REASON = """{body}
 
 Think step by step: which candidate diagnoses fit this patient's findings best, and which do not? \
@@ -45,6 +49,7 @@ class DiagnosisAgent:
     labels: dict[str, list[str]] | None = None
     shots: int = 3
     reasoning_tokens: int = 192
+    with_context: bool = False  # show the differential so far and the driver's instructions
     # a case without options: what proposes its candidates (`candidates.knowledge_candidates`)
     propose: Callable[[Case], dict[str, str]] | None = None
 
@@ -58,9 +63,10 @@ class DiagnosisAgent:
         self.similar = SimilarPatients(self.records) if "dynamic" in self.strategy else None
 
     async def diagnose(
-        self, consultation: Consultation, answer: Answer
+        self, consultation: Consultation, answer: Answer, instructions: str = ""
     ) -> tuple[list[RankedDiagnosis], list[Evidence]]:
-        """The differential, and the example patients shown (as evidence)."""
+        """The differential, and the example patients shown (as evidence); `instructions`: what the driver
+        asked of this step (shown with `with_context`)."""
         case = consultation.case
         if not case.options and self.propose is not None:
             case = case.model_copy(update={"options": self.propose(consultation.current_case())})
@@ -73,6 +79,7 @@ class DiagnosisAgent:
             examples="".join(f"{_example(r, self.labels)}\n\n" for r, _ in examples),
             profile=consultation.profile_text(),
             knowledge=f"\nRelevant medical knowledge: {knowledge}\n" if knowledge else "",
+            context=self._context(consultation, instructions),
             options="\n".join(f"- {t}" for t in texts),
         )
         prompt = body + CONCLUDE
@@ -90,6 +97,14 @@ class DiagnosisAgent:
             step.output["ddx"] = [[d.name, round(d.probability or 0.0, 4)] for d in ddx]
             step.output["examples"] = [r.id for r, _ in examples]
         return ddx, patient_evidence(examples, self.labels)
+
+    def _context(self, consultation: Consultation, instructions: str) -> str:
+        if not self.with_context:
+            return ""
+        shown = "; ".join(f"{d.name} {d.probability or 0:.0%}" for d in consultation.ddx[:5])
+        previous = PREVIOUS.format(ddx=shown) if shown else ""
+        given = INSTRUCTIONS.format(given=instructions.strip()) if instructions.strip() else ""
+        return f"{previous}{given}\n" if previous or given else ""
 
     def _examples(self, consultation: Consultation) -> Neighbours:
         """The labelled example patients of a few-shot strategy (with their similarity when dynamic)."""

@@ -142,7 +142,7 @@ class DDxDriver:
             consultation.notes.append(note)
             _add_evidence(answer, note.evidence)
             return note.summary
-        ddx, examples = await self.diagnosis.diagnose(consultation, answer)
+        ddx, examples = await self.diagnosis.diagnose(consultation, answer, given)
         consultation.record_ddx(ddx)
         _add_evidence(answer, examples)
         return "; ".join(f"{d.name} {d.probability or 0:.0%}" for d in ddx[:5])

@@ -55,6 +55,8 @@ class MeddxConfig(MethodConfig):
     components: list[Component] = Field(default_factory=lambda: list(ORDER))
     strategy: Strategy = "zero_shot"
     shots: int = Field(default=3, ge=1, le=10)
+    # the diagnosis prompt also shows the differential so far and the driver's instructions for the step
+    diagnosis_context: bool = False
     # a case without options (a rare-disease patient): the consultation's leading diseases are the candidates
     candidates: int = Field(default=20, ge=2, le=100)
     sources: list[SourceName] | None = None  # null: every source that is configured
@@ -220,6 +222,7 @@ def build(context: MethodContext, config: MeddxConfig) -> Meddx:
             context.experience,
             context.labels,
             shots=config.shots,
+            with_context=config.diagnosis_context,
             propose=lambda case: knowledge_candidates(consultant(), case, config.candidates),
         ),
         history=HistoryTaker(context.chat_model, advisor, config.stop_on_goals)
