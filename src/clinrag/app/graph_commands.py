@@ -98,18 +98,18 @@ def graph_build(
     """Import disease knowledge into the graph, in batches. Resumable: run the same command again after an
     interruption and finished batches (and, for text, chunks the model has read) are skipped. Prints the
     graph's counts and what each source added and skipped."""
-    from clinrag.graph.importers import SourceContext, load_sources, read_source
-    from clinrag.graph.importers.loader import checkpoint_location
+    from clinrag.graph.importers.loader import import_sources
 
-    folder = _data_dir(ctx, data_dir)
-    uri = _graph_uri(ctx, uri)
-    context = SourceContext(settings_from(ctx), folder, progress=progress)
-    records = [read_source(spec, limit=limit, context=context) for spec in source]
-    checkpoint, identity = checkpoint_location(folder, uri, graph)
-    with _opened(ctx, uri, data_dir, graph) as store:
-        report = load_sources(
-            store, records, checkpoint, graph_id=identity, batch_size=batch_size, progress=progress
-        )
+    report = import_sources(
+        settings_from(ctx),
+        source,
+        _data_dir(ctx, data_dir),
+        _graph_uri(ctx, uri),
+        graph,
+        limit=limit,
+        batch_size=batch_size,
+        progress=progress,
+    )
     if as_json:
         typer.echo(json.dumps(report.as_dict(), ensure_ascii=False))
         return

@@ -174,20 +174,11 @@ class Reproduction:
         return target
 
     def _import_graph(self, settings: Settings, experiment: Experiment) -> None:
-        from clinrag.graph.factory import open_graph
-        from clinrag.graph.importers import SourceContext, load_sources, read_source
-        from clinrag.graph.importers.loader import checkpoint_location
+        from clinrag.graph.importers.loader import import_sources
 
-        folder = settings.graph_data_dir
         self.say(f"{experiment.name}: importing {', '.join(experiment.graph)} into its graph")
-        context = SourceContext(settings, folder, progress=False)
-        records = [read_source(self._source(spec), context=context) for spec in experiment.graph]
-        checkpoint, identity = checkpoint_location(folder, None, "clinrag")
-        store = open_graph(None, folder)
-        try:
-            load_sources(store, records, checkpoint, graph_id=identity, progress=False)
-        finally:
-            store.close()
+        specs = [self._source(spec) for spec in experiment.graph]
+        import_sources(settings, specs, settings.graph_data_dir, progress=False)
 
     def _write(self, paper: str, rows: list[Row]) -> None:
         self.out.mkdir(parents=True, exist_ok=True)

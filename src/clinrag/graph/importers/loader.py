@@ -29,6 +29,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from clinrag.core.settings import Settings
 from clinrag.graph.importers.records import DiseaseRecord, SourceRecords
 from clinrag.graph.matching import Synonyms, normalize
 from clinrag.graph.schema import (
@@ -255,6 +256,35 @@ def load_sources(
         isolated_removed=removed,
         wall_time_s=round(time.perf_counter() - started, 3),
     )
+
+
+def import_sources(
+    settings: Settings,
+    specs: Sequence[str],
+    folder: Path,
+    uri: str | None = None,
+    graph: str = "clinrag",
+    *,
+    limit: int | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: bool = True,
+) -> ImportReport:
+    """Read the sources `specs` (as `clinrag graph build -s` names them) and import them into the graph at
+    `uri` (None: clinrag's own server on the data directory `folder`), resuming from its checkpoint in
+    `folder`."""
+    from clinrag.graph.factory import open_graph
+    from clinrag.graph.importers.registry import SourceContext, read_source
+
+    context = SourceContext(settings, folder, progress=progress)
+    records = [read_source(spec, limit=limit, context=context) for spec in specs]
+    checkpoint, identity = checkpoint_location(folder, uri, graph)
+    store = open_graph(uri, folder, graph=graph)
+    try:
+        return load_sources(
+            store, records, checkpoint, graph_id=identity, batch_size=batch_size, progress=progress
+        )
+    finally:
+        store.close()
 
 
 def _load_source(

@@ -8,11 +8,11 @@ report). A line that is not a JSON object with a name is skipped and reported by
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from clinrag.core.files import data_file, read_text
+from clinrag.core.provenance import fingerprint
 from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, SourceTraits, clean_name
 from clinrag.graph.importers.registry import PATH, GraphSource, register
 from clinrag.graph.schema import Relation
@@ -37,8 +37,7 @@ def read_medicalgraph(path: str | Path, *, limit: int | None = None) -> SourceRe
     """Disease records from `medical.json` (or a folder holding it), at most `limit` of them."""
     file = data_file(path, FILE)
     text = read_text(file)
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    result = SourceRecords(NAME, f"{NAME}:{path}", f"{digest}:limit={limit}")
+    result = SourceRecords(NAME, f"{NAME}:{path}", f"{fingerprint(file)}:limit={limit}")
     result.notes.append("departments, food, cost and cure rates: no label in the schema, left out")
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
