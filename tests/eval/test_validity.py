@@ -141,10 +141,10 @@ def test_a_base_without_recorded_sources_is_refused_unless_allowed() -> None:
     assert check_overlap(corpora, set(), allow=False) == []  # a dataset read from no file: nothing to check
 
 
-def _config(dataset: str, corpora: list[Corpus], **params) -> RunConfig:
+def _config(dataset: str, corpora: list[Corpus], method: str = "graph-infer", **params) -> RunConfig:
     return RunConfig(
         dataset=dataset,
-        method="graph-infer",
+        method=method,
         method_params=params,
         data_path="",
         case_ids=["x"],
@@ -166,6 +166,10 @@ def test_generator_notes_follow_the_corpora_and_parameters() -> None:
     shipped = {"sources": "packaged:faker-diseases,packaged:ddxplus"}  # the copy packaged inside clinrag
     assert generator_notes(_config("ddxplus-text", [], **shipped)) == [GENERATOR_NOTE]
     assert generator_notes(_config("ddxplus", [], patients="ddxplus:/d/ddxplus")) == []
+    # consult's default knowledge includes the packaged table, named or not
+    assert generator_notes(_config("ddxplus-text", [], method="consult")) == [GENERATOR_NOTE]
+    without = {"sources": "packaged:faker-diseases,packaged:hpo-diseases"}
+    assert generator_notes(_config("ddxplus-text", [], method="consult", **without)) == []
     assert generator_notes(_config("ddxplus", [packaged_graph])) == []
     assert generator_notes(_config("medqa", [ddxplus_graph])) == []  # the table generated no MedQA case
     unknown = generator_notes(_config("ddxplus", [Corpus(kind="graph", location="g")]))

@@ -90,7 +90,7 @@ def generator_notes(config: RunConfig) -> list[str]:
     """Footnotes for a DDXPlus run that uses (or may use) the table its patients were generated from."""
     if not config.dataset.startswith("ddxplus"):
         return []
-    uses_table = any(_names_the_table(name, value) for name, value in config.method_params.items())
+    uses_table = any(_names_the_table(name, value) for name, value in _effective_params(config).items())
     notes = []
     for corpus in config.corpora:
         if corpus.sources is None:
@@ -102,6 +102,18 @@ def generator_notes(config: RunConfig) -> list[str]:
         else:
             uses_table |= any(Path(source).name == DDXPLUS_TABLE_FILE for source in corpus.sources)
     return ([GENERATOR_NOTE] if uses_table else []) + notes
+
+
+def _effective_params(config: RunConfig) -> dict[str, object]:
+    """The run's method parameters with the method's defaults and parameter set filled in (`consult`'s
+    default sources include the packaged DDXPlus table); the parameters as given where the method or its
+    parameters cannot be read here (another version's run, a file this machine lacks)."""
+    from clinrag.methods.registry import get_method
+
+    try:
+        return {**get_method(config.method).config.from_params(config.method_params).model_dump()}
+    except (InvalidInputError, ValueError):
+        return dict(config.method_params)
 
 
 def _names_the_table(name: str, value: object) -> bool:

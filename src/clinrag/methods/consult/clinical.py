@@ -72,12 +72,13 @@ class RedFlag(_Record):
     why: str
     source: str
 
-    def holds(self, present_hpo: set[str], age: float | None) -> bool:
-        """Whether this red flag holds for a patient showing `present_hpo` at `age` (an unknown age is one
-        the flag may hold at: the safe side)."""
+    def holds(self, present_hpo: set[str], age: float | None, self_told: bool = False) -> bool:
+        """Whether this red flag holds for a patient showing `present_hpo` at `age`. An unknown age is one
+        the flag may hold at (the safe side), unless the patients tell of themselves (`self_told`): whoever
+        writes their own account is no young child, and every age-bounded flag of the table is a child's."""
         if self.hpo not in present_hpo:
             return False
-        if self.ages is not None and age is not None and not self.ages[0] <= age <= self.ages[1]:
+        if self.ages is not None and (self_told if age is None else not self.ages[0] <= age <= self.ages[1]):
             return False
         return self.with_ is None or bool(present_hpo & set(self.with_))
 
@@ -114,8 +115,10 @@ class ClinicalTables:
         key = icd10_key(disease.icd10)
         return self.dangers.get(key) if key else None
 
-    def flags_raised(self, present_hpo: set[str], age: float | None) -> list[RedFlag]:
-        return [flag for flag in self.red_flags if flag.holds(present_hpo, age)]
+    def flags_raised(
+        self, present_hpo: set[str], age: float | None, self_told: bool = False
+    ) -> list[RedFlag]:
+        return [flag for flag in self.red_flags if flag.holds(present_hpo, age, self_told)]
 
 
 R = TypeVar("R", bound=_Record)

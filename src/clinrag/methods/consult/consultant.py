@@ -254,7 +254,7 @@ class Consultant:
                 report.abstention_reason = (
                     f"the most likely diagnosis has {top:.0%}, below {self.abstain_below:.0%}"
                 )
-        report.red_flags = self._red_flags(known, extracted.age, evidence)
+        report.red_flags = self._red_flags(known, extracted.age, extracted.self_told, evidence)
         raised = [*report.dangers, *report.red_flags]
         report.urgency = most_urgent([item.urgency for item in raised])
         return report, list(evidence.values())
@@ -328,7 +328,7 @@ class Consultant:
         return cited
 
     def _red_flags(
-        self, known: dict[str, bool], age: float | None, evidence: dict[str, Evidence]
+        self, known: dict[str, bool], age: float | None, self_told: bool, evidence: dict[str, Evidence]
     ) -> list[RedFlagOut]:
         """The red-flag findings among those present (a narrower finding raises its broader one's flag)."""
         parents = self.differential.vocabulary.parents
@@ -338,7 +338,7 @@ class Consultant:
                 for code in self.concepts[above].codes if above in self.concepts else ():
                     reached.setdefault(code, concept)
         flags = []
-        for flag in self.differential.clinical.flags_raised(set(reached), age):
+        for flag in self.differential.clinical.flags_raised(set(reached), age, self_told):
             concept = reached[flag.hpo]
             cited = f"clinical:red_flag:{flag.hpo}"
             evidence.setdefault(

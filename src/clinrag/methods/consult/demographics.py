@@ -38,13 +38,14 @@ class Demographics:
         doc._.duration = self.duration(text)
         doc._.onset = self.onset(text)
         doc._.subject = self.subject(doc)
+        doc._.self_told = doc._.subject is None and bool(self.rules.pattern("self_told").search(_first(doc)))
         return doc
 
     def subject(self, doc: Doc) -> Subject | None:
         """A child or another person the writer describes ("My 3-year-old has …", "My father …"): one the
         first sentence introduces before the writer speaks of themselves ("I …"); None when the writer is
         the patient ("I have a sore throat; my son had it last week")."""
-        first = next(iter(doc.sents), doc[:]).text if doc.has_annotation("SENT_START") else doc.text
+        first = _first(doc)
         writer = self.rules.pattern("self_told").search(first)
         for subject in ("child", "other"):
             found = self.rules.pattern(f"{subject}_told").search(first)
@@ -95,3 +96,8 @@ class Demographics:
             return None
         _, kind, phrase = min(found)
         return OnsetPhrase(kind=kind, text=phrase)
+
+
+def _first(doc: Doc) -> str:
+    """The account's first sentence, where it says whom the account is about."""
+    return next(iter(doc.sents), doc[:]).text if doc.has_annotation("SENT_START") else doc.text

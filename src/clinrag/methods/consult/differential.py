@@ -8,10 +8,12 @@ looked for and not found: the looking misses some), where P(f | d) is
 - else, where the knowledge says how often d's patients show f (HPO's annotated spectra), that share, and
   where such a source gives none, `unstated_share`, at most `annotated_spectrum` / |findings of d| (a
   disease annotated with a hundred findings shows few of them in any one patient);
-- else, when a plain list names f for d, `typical` (0.8) — or less for a disease listed with many findings,
-  min(typical, spectrum / |findings of d|) with `spectrum` 4 (the disease table lists 5–6 findings a disease,
-  each typical) — times 1 − `salience_step` (0.1) per place a finding stands after the first when the source
-  lists a disease's findings most characteristic first (the packaged disease table, see `diseases`): chest
+- else, when a plain list names f for d, the share its source declares its patients show of a listed finding
+  (`SourceTraits.listed_share`: DDXPlus's patients show about 0.68 of their condition's list, however long),
+  else `typical` (0.8) — or less for a disease listed with many findings, min(typical, spectrum / |findings
+  of d|) with `spectrum` 4 (the disease table lists 5–6 findings a disease, each typical) — times
+  1 − `salience_step` (0.1) per place a finding stands after the first when the source lists a disease's
+  findings most characteristic first (the packaged disease table, see `diseases`): chest
   pain, listed first for angina and fourth for asthma, says more for angina (floor: half);
 - a disease listing a narrower finding explains f ("focal-onset seizure" explains "seizure"); one listing
   only a broader finding, `broader_share` (0.5) of it a step (a disease with "cough" explains a "barking
@@ -33,7 +35,8 @@ What the patient did not mention says a little too: a patient with d who has fin
 with probability `mention_rate` (α), so each finding not mentioned multiplies by 1 − α · P(f | d) — a disease
 whose patients nearly always have f loses some weight when f goes unsaid. The findings counted are those the
 past patients were asked about (with a patient base), else those the knowledge lists (each at its listed
-likelihood, without the hierarchy), at α for the findings patients have words for and
+likelihood, a declared share weighed as a plain list's: a patient tells a few findings unasked however many
+they have; without the hierarchy), at α for the findings patients have words for and
 `clinical_mention_rate` for those in clinicians' terms; a record of codes leaves nothing unsaid. A disease
 named in several sources is one disease each source describes: its silence is the mean over their lists, not
 their sum. α = 0.2, a
@@ -207,6 +210,11 @@ class Differential:
         per_place = [disease.listed_with() or [1] for disease in model.diseases]
         self._list_starts = np.concatenate([[0], np.cumsum([len(sizes) for sizes in per_place])[:-1]])
         self._listed_with = np.array([size for sizes in per_place for size in sizes], dtype=float)
+        # … and the share of a disease's patients its source says a listed finding shows (NaN: it says none)
+        declared = {name: traits.listed_share for name, traits in model.traits.items()}
+        self._declared_share = np.array(
+            [declared.get(o) or np.nan for d in model.diseases for o in d.origins or [d.source]], dtype=float
+        )
         # a disease named in several sources is described by each: what goes unsaid counts once, as the mean
         # over its sources' lists, not once per list
         self._described_by = np.array([max(len(set(d.origins)), 1) for d in model.diseases], dtype=float)
@@ -235,7 +243,8 @@ class Differential:
         self._silence: np.ndarray | None = None  # the sum over every finding counted, when first needed
         # finding → the knowledge's (rows, P(f | d), leak, the place in each disease's list of what it lists)
         self._explained: dict[str, tuple[np.ndarray, np.ndarray, Leaks, np.ndarray]] = {}
-        self._entry_p: tuple[np.ndarray, np.ndarray] | None = None  # `_listed` of the listings and `below`
+        # `_listed` of the listings and `below`, and of the listings as what goes unsaid weighs them
+        self._entry_p: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def with_settings(self, settings: LikelihoodSettings) -> Differential:
         """This differential with other likelihood settings; the tables built from the knowledge (which
@@ -364,7 +373,7 @@ class Differential:
         term = np.full(len(self.model.diseases), unlisted)
         span = self.listings.span(concept)
         rows = self.listings.rows[span]
-        listed = np.log1p(-rate * self._entry_probabilities()[0][span])
+        listed = np.log1p(-rate * self._entry_probabilities()[2][span])
         term[rows] = unlisted + (listed - unlisted) / self._described_by[rows]
         return term
 
@@ -378,33 +387,45 @@ class Differential:
         unlisted = np.log1p(-rates * self.leak)
         total = np.full(len(self.model.diseases), unlisted.sum())
         per_entry = np.repeat(np.arange(len(rates)), np.diff(listings.starts))
-        listed = self._entry_probabilities()[0]
+        listed = self._entry_probabilities()[2]
         terms = np.log1p(-rates[per_entry] * listed) - unlisted[per_entry]
         np.add.at(total, listings.rows, terms / self._described_by[listings.rows])
         return total
 
-    def _listed(self, rows: np.ndarray, places: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    def _listed(
+        self, rows: np.ndarray, places: np.ndarray, shares: np.ndarray, declared: bool = True
+    ) -> np.ndarray:
         """P(f | d) by the knowledge for the diseases `rows`, which list f at `places`: the share of their
         patients who show it where the source says; else `typical`, less a salience step per place when
         their source lists findings most characteristic first."""
         settings = self.settings
         ranked = self._ranked[rows]
-        listed_with = self._listed_with[self._list_starts[rows] + places]
+        at = self._list_starts[rows] + places
         salience = np.where(
             places < ranked, np.maximum(1.0 - settings.salience_step * places, settings.salience_floor), 1.0
         )
-        typical = np.minimum(settings.typical, settings.spectrum / listed_with) * salience
+        listed_with = self._listed_with[at]
+        typical = np.minimum(settings.typical, settings.spectrum / listed_with)
+        if declared:  # the share a source declares its patients show, where it does
+            typical = np.where(np.isnan(self._declared_share[at]), typical, self._declared_share[at])
+        typical = typical * salience
         unstated = np.minimum(settings.unstated_share, settings.annotated_spectrum / listed_with)
         typical = np.where(self.annotated[rows], unstated, typical)
         # a share of 100 % is still not certainty (a record may miss a finding): 1 − leak at most
         return np.clip(np.where(np.isnan(shares), typical, shares), self.leak, 1.0 - self.leak)
 
-    def _entry_probabilities(self) -> tuple[np.ndarray, np.ndarray]:
-        """P(f | d) of every entry of the listings and of `below`, once for these settings."""
+    def _entry_probabilities(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """P(f | d) of every entry of the listings and of `below`, and of the listings as what goes unsaid
+        weighs them, once for these settings. A patient tells a few of their findings unasked however many
+        they have: a share a source declares for every finding of a long list would make its diseases pay
+        for each one unsaid, so silence weighs such a list as a plain one (its typical findings spread over
+        it)."""
         if self._entry_p is None:
+            listings = self.listings
             self._entry_p = (
-                self._listed(self.listings.rows, self.listings.places, self.listings.shares),
+                self._listed(listings.rows, listings.places, listings.shares),
                 self._listed(self.below.rows, self.below.places, self.below.shares),
+                self._listed(listings.rows, listings.places, listings.shares, declared=False),
             )
         return self._entry_p
 
@@ -417,7 +438,7 @@ class Differential:
         finding, nearly never does."""
         n = len(self.model.diseases)
         settings = self.settings
-        listed_p, below_p = self._entry_probabilities()
+        listed_p, below_p, _ = self._entry_probabilities()
         p, place = np.zeros(n), np.full(n, -1)
         span = self.below.span(concept)
         rows = self.below.rows[span]

@@ -10,7 +10,7 @@ and denies is uncertain, and quotes the sentences that do."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -56,6 +56,7 @@ class Findings(BaseModel):
     onset: OnsetPhrase | None = None
     onset_classes: list[str] = Field(default_factory=list)  # HPO onset classes given as codes ("HP:0003593")
     subject: Subject | None = None  # whom the account is about, when not the one writing
+    self_told: bool = False  # the one writing says it is about themselves ("I have …")
     not_understood: list[str] = Field(default_factory=list)
 
     def with_status(self, status: FindingStatus) -> list[Finding]:
@@ -102,13 +103,14 @@ class FindingExtractor:
             )
         reading = {"embedder": self.embedder, "threshold": self.threshold, "margin": self.negation_margin}
         doc = self.nlp(text, component_cfg={"meaning": reading})
+        theirs = _the_patients(doc)
         findings = [
             _finding(self._concepts[span.id_], span.text, span.start_char, span.end_char, self._status(span))
             for span in doc.ents
-            if not span._.other
+            if theirs(span._.other, span.start_char)
         ]
         found = {finding.concept_id for finding in findings}
-        meant = [self._meant(m) for m in doc._.meant if m.concept not in found]
+        meant = [self._meant(m) for m in doc._.meant if m.concept not in found and theirs(m.other, m.start)]
         findings = sorted(findings + meant, key=lambda finding: finding.start)
         covered = [(f.start, f.end) for f in findings] + [(s.start_char, s.end_char) for s in doc.ents]
         findings = self._contradicted(findings, doc)
@@ -121,6 +123,7 @@ class FindingExtractor:
             duration=doc._.duration,
             onset=doc._.onset,
             subject=doc._.subject,
+            self_told=bool(doc._.self_told),
             not_understood=self._not_understood(text, covered),
         )
 
@@ -204,3 +207,12 @@ def _finding(concept: Concept, text: str, start: int, end: int, status: FindingS
         start=start,
         end=end,
     )
+
+
+def _the_patients(doc: Doc) -> Callable[[bool, int], bool]:
+    """Whether a mention at a character offset, said of someone else or not (a ConText FAMILY cue: "my son
+    had the same"), is the patient's. An account about someone the writer describes ("My son has a fever")
+    names them in its first sentence, so there that cue names the patient."""
+    first = next(iter(doc.sents), doc[:]) if doc.has_annotation("SENT_START") else doc[:]
+    about_them = doc._.subject is not None
+    return lambda other, start: not other or (about_them and start < first.end_char)

@@ -37,6 +37,7 @@ class Meant:
     end: int
     text: str
     status: str
+    other: bool = False  # the clause speaks of someone else ("my sister had it")
 
 
 @Language.factory("clinrag_meaning", default_config={"language": "en"})
@@ -117,8 +118,6 @@ class MeaningPipe:
             if best[index] < threshold:
                 continue
             cues = context(self.nlp, self._framed(text))
-            if any(span._.other for span in cues.ents):
-                continue
             negated = text == without or without_inability[index] > as_written[index] + margin
             status = (
                 "uncertain"
@@ -128,7 +127,10 @@ class MeaningPipe:
                 or self.rules.pattern("resolved").search(text)
                 else "present"
             )
-            found.append(Meant(self.concepts[index], clause.start_char, clause.end_char, clause.text, status))
+            other = any(span._.other for span in cues.ents)
+            found.append(
+                Meant(self.concepts[index], clause.start_char, clause.end_char, clause.text, status, other)
+            )
         return found
 
     def _framed(self, clause: str) -> Doc:

@@ -37,7 +37,7 @@ from clinrag.methods.resources import DataPath, DatasetPath, GraphSources
 if TYPE_CHECKING:  # the prose writer is imported when a model writes the sentences (it loads the indexes)
     from clinrag.methods.consult.prose import ProseWriter
 
-DEFAULT_SOURCES = "packaged:faker-diseases,packaged:hpo-diseases"
+DEFAULT_SOURCES = "packaged:faker-diseases,packaged:hpo-diseases,packaged:ddxplus"
 _LIKELY = LikelihoodSettings()  # the defaults of the likelihood settings below
 
 
@@ -59,7 +59,8 @@ class ConsultConfig(MethodConfig):
     danger_weight: float = Field(default=0.3, ge=0.0, le=10.0)
     candidate_diseases: int = Field(default=CANDIDATE_DISEASES, ge=1, le=100)  # questions come from these
     # The differential's likelihoods (see `differential`; set a priori, not fitted to any evaluation set):
-    # P(f | d) of a listed finding, at most `typical` and `spectrum` / the disease's listed findings; `leak`
+    # P(f | d) of a listed finding, where its source declares no share its patients show
+    # (`SourceTraits.listed_share`), at most `typical` and `spectrum` / the disease's listed findings; `leak`
     # for an unlisted one; `salience_step` less per place after the first in a salience-ordered list (down
     # to `salience_floor`); `broader_share` of it when only the broader finding is listed; the prior
     # factor `other_sex` of a condition of the other sex.

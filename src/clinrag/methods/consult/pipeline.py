@@ -35,7 +35,7 @@ CANDIDATES = "candidates"
 PHRASES = "phrases.msgpack"
 LAY_WINDOW = 8  # tokens between a cue word and its body part ("pain on the right side of my chest")
 
-for _name in ("age", "sex", "duration", "onset", "subject"):
+for _name in ("age", "sex", "duration", "onset", "subject", "self_told"):
     Doc.set_extension(_name, default=None, force=True)
 Doc.set_extension("meant", default=[], force=True)
 
