@@ -195,6 +195,24 @@ def test_dynamic_few_shot_shows_the_most_similar_patients(server, ddxplus_intera
     assert [s.output["scoring"] for s in answer.trace.steps if "scoring" in s.output] == ["ranking"]
 
 
+def test_dynamic_few_shot_finds_narrative_patients_by_meaning(server, data_dir, minilm_embedder) -> None:
+    """iCraft-MD's patients are narratives with no codes: the shots are found by embedding them (the paper
+    set's dynamic few-shot ran on no iCraft-MD case before the agent was given the embedder)."""
+    icraft = load_dataset("icraft-md", data_dir=data_dir)
+    case = icraft.cases[0]
+    records = icraft.experience([case.id])
+    server.replies = [_pick(case.gold.answer)]
+    agent = DiagnosisAgent(
+        _model(server), "dynamic_few_shot", records, icraft.labels, shots=5, embedder=lambda: minilm_embedder
+    )
+    _, examples = asyncio.run(
+        agent.diagnose(Consultation(case, None), Answer(case_id=case.id, method="meddx"))
+    )
+    _, expected = SimilarPatients(records, embedder=lambda: minilm_embedder).find(case, 5)
+    assert [e.id for e in examples] == [r.id for r, _ in expected] and len(examples) == 5
+    assert case.id not in [e.id for e in examples]
+
+
 def test_fixed_few_shot_uses_distinct_diagnoses_and_never_the_case(server, ddxplus_interactive, case) -> None:
     gold = case.gold.answer
     server.replies = [_pick(gold), _reply("Cough and fever point to an infection."), _pick(gold)]

@@ -15,6 +15,7 @@ from typing import Literal
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case, Evidence, RankedDiagnosis
+from clinrag.embed.base import Embedder
 from clinrag.llm.base import ChatModel, ChatRequest
 from clinrag.methods.answering import complete, option_distribution, ranked_result
 from clinrag.methods.meddx.consultation import Consultation
@@ -52,6 +53,8 @@ class DiagnosisAgent:
     with_context: bool = False  # show the differential so far and the driver's instructions
     # a case without options: what proposes its candidates (`candidates.knowledge_candidates`)
     propose: Callable[[Case], dict[str, str]] | None = None
+    # dynamic few-shot over narrative cases (no codes): what embeds them to find the similar ones
+    embedder: Callable[[], Embedder] | None = None
 
     def __post_init__(self) -> None:
         if self.strategy.endswith("few_shot") and not any(
@@ -60,7 +63,8 @@ class DiagnosisAgent:
             raise InvalidInputError(
                 f"the {self.strategy} strategy needs a patient base with labelled patients"
             )
-        self.similar = SimilarPatients(self.records) if "dynamic" in self.strategy else None
+        dynamic = "dynamic" in self.strategy
+        self.similar = SimilarPatients(self.records, embedder=self.embedder) if dynamic else None
 
     async def diagnose(
         self, consultation: Consultation, answer: Answer, instructions: str = ""
