@@ -50,6 +50,9 @@ def test_readme_example_is_answered_from_structure_with_every_sentence_cited(pac
     share = {d["name"]: d["probability"] for d in details["differential"]}
     assert details["differential"][0]["name"] == "Pneumonia"
     assert share["Pneumonia"] > 1.5 * share["Pericarditis"] and share.get("Tuberculosis", 0.0) < 0.05
+    # a productive cough and pleuritic pain say "cough" and "chest pain": not typical findings left unsaid
+    unsaid = {name.lower() for name in details["differential"][0]["not_reported"]}
+    assert unsaid and not unsaid & {"cough", "chest pain"}
     assert answer.result.ddx[0].name == details["differential"][0]["name"]
     known = set(answer.evidence_ids)
     for sentence in details["sentences"]:

@@ -411,7 +411,16 @@ class Consultant:
             if status != "uncertain":
                 (supporting if status == "present" else against).append(self._name(listed))
                 cited.append(self._fact(disease, Relation.HAS_SYMPTOM, listed, evidence))
-        not_reported = [self._name(symptom) for symptom in disease.symptoms if symptom not in mentioned]
+        # what the patient said settles a listed finding, also a broader one ("cough" of a productive cough)
+        vocabulary = self.differential.vocabulary
+        present = [concept for concept, status in statuses.items() if status == "present"]
+        settled = set(statuses) | vocabulary.broader(present)
+        concepts = {symptom: vocabulary.lookup(symptom) for symptom in disease.symptoms}
+        not_reported = [
+            self._name(symptom)
+            for symptom, concept in concepts.items()
+            if symptom not in mentioned and (concept is None or concept.id not in settled)
+        ]
         names = {self._name(symptom): symptom for symptom in disease.symptoms}
         cited += [
             self._fact(disease, Relation.HAS_SYMPTOM, names[s], evidence)
