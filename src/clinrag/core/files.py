@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
 from clinrag.core.errors import DataFormatError
 
 # Reasons for skipping, phrased to read after a count: "skipped 3 broken lines: 17, 18, 40".
@@ -27,6 +29,8 @@ INVALID_RECORDS = "records with missing or invalid fields"
 DUPLICATE_IDS = "records with a duplicate id"
 
 T = TypeVar("T")
+P = TypeVar("P")
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass
@@ -191,6 +195,18 @@ def read_jsonl(path: str | Path) -> Reading[tuple[int, dict[str, Any]]]:
     skipped and reported."""
     path = existing_file(path)
     return Reading(path, lambda report: jsonl_records(path, report))
+
+
+def valid_records(reading: Reading[tuple[P, Any]], model: type[M]) -> Iterator[tuple[P, M]]:
+    """The records of `reading` that `model` validates, each with its place (a line number); every other one
+    is skipped into the reading's report of this pass (`INVALID_RECORDS`)."""
+    for place, raw in reading:
+        try:
+            record = model.model_validate(raw)
+        except ValidationError:
+            reading.report.skip(INVALID_RECORDS, place)
+            continue
+        yield place, record
 
 
 def jsonl_records(path: Path, report: ReadReport) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -26,6 +26,7 @@ from clinrag.core.files import (
     read_json,
     read_jsonl,
     read_text,
+    valid_records,
 )
 from clinrag.core.models import Case, Gold
 from clinrag.core.provenance import META_KEY, fingerprint, origin_meta
@@ -69,13 +70,8 @@ def load_medqa(path: Path) -> Dataset:
     reading = read_jsonl(data_file(path, "us_4options_test.jsonl"))
     source_file = fingerprint(reading.path)
     cases = []
-    for line, raw in reading:
+    for line, record in valid_records(reading, MedQARecord):
         report = reading.report
-        try:
-            record = MedQARecord.model_validate(raw)
-        except ValidationError:
-            report.skip(INVALID_RECORDS, line)
-            continue
         keys = [key for key, text in record.options.items() if text.strip() == record.answer.strip()]
         key = record.answer_idx if record.answer_idx is not None else (keys[0] if len(keys) == 1 else None)
         if key is None or key not in keys:

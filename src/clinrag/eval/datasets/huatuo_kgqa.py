@@ -20,9 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from clinrag.core.files import INVALID_RECORDS, data_file, read_jsonl
+from clinrag.core.files import data_file, read_jsonl, valid_records
 from clinrag.core.models import Case, Gold
 from clinrag.core.provenance import META_KEY, fingerprint, origin_meta
 from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish, register
@@ -51,12 +51,7 @@ def load_huatuo_kgqa(path: Path) -> Dataset:
     reading = read_jsonl(data_file(path, TEST_FILE))
     source_file = fingerprint(reading.path)
     cases = []
-    for line, raw in reading:
-        try:
-            record = HuatuoRecord.model_validate(raw)
-        except ValidationError:
-            reading.report.skip(INVALID_RECORDS, line)
-            continue
+    for line, record in valid_records(reading, HuatuoRecord):
         answers = list(dict.fromkeys(record.answers))
         cases.append(
             Case(

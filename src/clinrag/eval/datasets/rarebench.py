@@ -22,10 +22,10 @@ from functools import partial
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from clinrag.core.errors import DataFormatError
-from clinrag.core.files import INVALID_RECORDS, existing, read_json, read_jsonl
+from clinrag.core.files import existing, read_json, read_jsonl, valid_records
 from clinrag.core.models import Case
 from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish, register
 from clinrag.eval.datasets.phenopackets import PhenopacketCase, Term, to_case
@@ -131,12 +131,7 @@ def load_rarebench(path: Path, mappings: str | Path | None = None) -> Dataset:
     unnamed_diseases: set[str] = set()
     for file in files:
         reading = read_jsonl(file)
-        for line, raw in reading:
-            try:
-                record = RareBenchRecord.model_validate(raw)
-            except ValidationError:
-                reading.report.skip(INVALID_RECORDS, line)
-                continue
+        for line, record in valid_records(reading, RareBenchRecord):
             unnamed_phenotypes.update(set(record.phenotypes) - names.phenotypes.keys())
             unnamed_diseases.update(set(record.diseases) - names.diseases.keys())
             case = rarebench_case(record, f"{file.stem}-{line}", file.stem, names)

@@ -24,9 +24,9 @@ import re
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, StrictInt, StringConstraints, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, StrictInt, StringConstraints, field_validator
 
-from clinrag.core.files import INVALID_RECORDS, data_file, read_jsonl
+from clinrag.core.files import data_file, read_jsonl, valid_records
 from clinrag.core.models import Case, Gold
 from clinrag.core.provenance import META_KEY, fingerprint, origin_meta
 from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish, register
@@ -73,12 +73,7 @@ def load_rjua(path: Path) -> Dataset:
     reading = read_jsonl(data_file(path, TEST_FILE))
     source_file = fingerprint(reading.path)
     cases = []
-    for line, raw in reading:
-        try:
-            record = RjuaRecord.model_validate(raw)
-        except ValidationError:
-            reading.report.skip(INVALID_RECORDS, line)
-            continue
+    for line, record in valid_records(reading, RjuaRecord):
         passages = _passages(record.context)
         question = record.question + ("\n\nContext:\n" + "\n".join(passages) if passages else "")
         cases.append(

@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from clinrag.core.files import INVALID_RECORDS, data_file, read_jsonl
+from clinrag.core.files import data_file, read_jsonl, valid_records
 from clinrag.core.models import Case, Demographics, Gold, PatientProfile
 from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish, register
 from clinrag.knowledge.items import ANSWER_MISMATCH
@@ -71,12 +71,7 @@ def text_case(record: TextCaseRecord) -> Case:
 def load_text_cases(path: Path) -> Dataset:
     reading = read_jsonl(data_file(path, "text_cases.jsonl"))
     cases = []
-    for line, raw in reading:
-        try:
-            record = TextCaseRecord.model_validate(raw)
-        except ValidationError:
-            reading.report.skip(INVALID_RECORDS, line)
-            continue
+    for line, record in valid_records(reading, TextCaseRecord):
         if record.options and not {record.diagnosis, *record.synonyms} & set(record.options):
             reading.report.skip(ANSWER_MISMATCH, line)
             continue
