@@ -197,13 +197,14 @@ def test_dynamic_few_shot_shows_the_most_similar_patients(server, ddxplus_intera
 
 def test_dynamic_few_shot_finds_narrative_patients_by_meaning(server, data_dir, minilm_embedder) -> None:
     """iCraft-MD's patients are narratives with no codes: the shots are found by embedding them (the paper
-    set's dynamic few-shot ran on no iCraft-MD case before the agent was given the embedder)."""
+    set's dynamic few-shot ran on no iCraft-MD case before `meddx` gave the agent the context's search)."""
     icraft = load_dataset("icraft-md", data_dir=data_dir)
     case = icraft.cases[0]
     records = icraft.experience([case.id])
     server.replies = [_pick(case.gold.answer)]
+    similar = SimilarPatients(records, embedder=lambda: minilm_embedder)
     agent = DiagnosisAgent(
-        _model(server), "dynamic_few_shot", records, icraft.labels, shots=5, embedder=lambda: minilm_embedder
+        _model(server), "dynamic_few_shot", records, icraft.labels, shots=5, similar=similar
     )
     _, examples = asyncio.run(
         agent.diagnose(Consultation(case, None), Answer(case_id=case.id, method="meddx"))
@@ -307,3 +308,20 @@ def test_components_must_include_diagnosis() -> None:
         "knowledge",
         "diagnosis",
     ]
+
+
+def test_meddx_gives_dynamic_few_shot_the_contexts_search(embedded, minilm_embedder, data_dir: Path) -> None:
+    """The method's diagnosis agent searches with the context's similar-patient search, which can embed a
+    narrative case, so the paper set's dynamic few-shot runs on iCraft-MD."""
+    dataset = load_dataset("icraft-md", data_dir=data_dir)
+    context = MethodContext(
+        settings=Settings(),
+        params={"strategy": "dynamic_few_shot", "shots": 2, "components": "history,diagnosis"},
+        experience=dataset.experience([dataset.cases[0].id]),
+        labels=dataset.labels,
+        chat_model_factory=lambda _: embedded,
+        embedder_factory=lambda _: minilm_embedder,
+    )
+    similar = SPEC.build(context).driver.diagnosis.similar
+    _, found = similar.find(dataset.cases[0], 2)
+    assert len(found) == 2 and all(record.id != dataset.cases[0].id for record, _ in found)

@@ -15,7 +15,6 @@ from typing import Literal
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case, Evidence, RankedDiagnosis
-from clinrag.embed.base import Embedder
 from clinrag.llm.base import ChatModel, ChatRequest
 from clinrag.methods.answering import complete, option_distribution, ranked_result
 from clinrag.methods.meddx.consultation import Consultation
@@ -53,8 +52,9 @@ class DiagnosisAgent:
     with_context: bool = False  # show the differential so far and the driver's instructions
     # a case without options: what proposes its candidates (`candidates.knowledge_candidates`)
     propose: Callable[[Case], dict[str, str]] | None = None
-    # dynamic few-shot over narrative cases (no codes): what embeds them to find the similar ones
-    embedder: Callable[[], Embedder] | None = None
+    # dynamic few-shot: the similar-patient search (by default over `records`, by their codes alone; narrative
+    # cases need one that can embed them, as `MethodContext.similar_patients` gives)
+    similar: SimilarPatients | None = None
 
     def __post_init__(self) -> None:
         if self.strategy.endswith("few_shot") and not any(
@@ -63,8 +63,10 @@ class DiagnosisAgent:
             raise InvalidInputError(
                 f"the {self.strategy} strategy needs a patient base with labelled patients"
             )
-        dynamic = "dynamic" in self.strategy
-        self.similar = SimilarPatients(self.records, embedder=self.embedder) if dynamic else None
+        if "dynamic" not in self.strategy:
+            self.similar = None
+        elif self.similar is None:
+            self.similar = SimilarPatients(self.records)
 
     async def diagnose(
         self, consultation: Consultation, answer: Answer, instructions: str = ""

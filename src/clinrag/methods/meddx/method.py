@@ -224,7 +224,7 @@ def build(context: MethodContext, config: MeddxConfig) -> Meddx:
             shots=config.shots,
             with_context=config.diagnosis_context,
             propose=lambda case: knowledge_candidates(consultant(), case, config.candidates),
-            embedder=lambda: context.embedder,
+            similar=context.similar_patients() if "dynamic" in config.strategy else None,
         ),
         history=HistoryTaker(context.chat_model, advisor, config.stop_on_goals)
         if "history" in components
