@@ -111,7 +111,7 @@ def _effective_params(config: RunConfig) -> dict[str, object]:
     from clinrag.methods.registry import get_method
 
     try:
-        return {**get_method(config.method).config.from_params(config.method_params).model_dump()}
+        return get_method(config.method).config.from_params(config.method_params).model_dump()
     except (InvalidInputError, ValueError):
         return dict(config.method_params)
 

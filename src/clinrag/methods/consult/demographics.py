@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 
 from clinrag.methods.consult.rules import LanguageRules
 
@@ -37,21 +37,21 @@ class Demographics:
         doc._.sex = self.sex(text)
         doc._.duration = self.duration(text)
         doc._.onset = self.onset(text)
-        doc._.subject = self.subject(doc)
-        doc._.self_told = doc._.subject is None and bool(self.rules.pattern("self_told").search(_first(doc)))
+        doc._.subject, doc._.self_told = self.teller(doc)
         return doc
 
-    def subject(self, doc: Doc) -> Subject | None:
-        """A child or another person the writer describes ("My 3-year-old has …", "My father …"): one the
-        first sentence introduces before the writer speaks of themselves ("I …"); None when the writer is
-        the patient ("I have a sore throat; my son had it last week")."""
-        first = _first(doc)
+    def teller(self, doc: Doc) -> tuple[Subject | None, bool]:
+        """Whom the account is about, and whether the writer tells of themselves. A child or another person
+        the writer describes ("My 3-year-old has …", "My father …") is one the first sentence introduces
+        before the writer speaks of themselves ("I …"); else the subject is None, and the writer tells of
+        themselves when they speak of themselves there ("I have a sore throat; my son had it last week")."""
+        first = first_sentence(doc).text
         writer = self.rules.pattern("self_told").search(first)
         for subject in ("child", "other"):
             found = self.rules.pattern(f"{subject}_told").search(first)
             if found and (writer is None or found.start() < writer.start()):
-                return subject  # type: ignore[return-value]
-        return None
+                return subject, False  # type: ignore[return-value]
+        return None, writer is not None
 
     def age(self, text: str) -> int | None:
         for pattern in self.rules.patterns["age"]:
@@ -98,6 +98,6 @@ class Demographics:
         return OnsetPhrase(kind=kind, text=phrase)
 
 
-def _first(doc: Doc) -> str:
+def first_sentence(doc: Doc) -> Span:
     """The account's first sentence, where it says whom the account is about."""
-    return next(iter(doc.sents), doc[:]).text if doc.has_annotation("SENT_START") else doc.text
+    return next(iter(doc.sents), doc[:]) if doc.has_annotation("SENT_START") else doc[:]

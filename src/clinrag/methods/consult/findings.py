@@ -19,7 +19,7 @@ from spacy.tokens import Doc, Span
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.embed.base import Embedder
-from clinrag.methods.consult.demographics import Duration, OnsetPhrase, Sex, Subject
+from clinrag.methods.consult.demographics import Duration, OnsetPhrase, Sex, Subject, first_sentence
 from clinrag.methods.consult.meaning import NEGATION_MARGIN, SEMANTIC_THRESHOLD, Meant
 from clinrag.methods.consult.pipeline import build_pipeline
 from clinrag.methods.consult.rules import LanguageRules, load_rules
@@ -213,6 +213,6 @@ def _the_patients(doc: Doc) -> Callable[[bool, int], bool]:
     """Whether a mention at a character offset, said of someone else or not (a ConText FAMILY cue: "my son
     had the same"), is the patient's. An account about someone the writer describes ("My son has a fever")
     names them in its first sentence, so there that cue names the patient."""
-    first = next(iter(doc.sents), doc[:]) if doc.has_annotation("SENT_START") else doc[:]
+    first = first_sentence(doc)
     about_them = doc._.subject is not None
     return lambda other, start: not other or (about_them and start < first.end_char)
