@@ -239,8 +239,11 @@ class Consultant:
             posterior = self.posterior(state)
             order = leading(posterior, self.diagnoses)
             statuses = {concept: status for concept, (status, _) in said.items()}
+            # what was said settles a listed finding, also a broader one ("cough" of a productive cough)
+            present = [concept for concept, status in statuses.items() if status == "present"]
+            settled = set(statuses) | self.differential.vocabulary.broader(present)
             report.differential = [
-                self._diagnosis(row, float(posterior[row]), statuses, evidence) for row in order
+                self._diagnosis(row, float(posterior[row]), statuses, settled, evidence) for row in order
             ]
             for diagnosis in report.differential[:STEP_DIAGNOSES]:
                 diagnosis.statements = self._statements(diagnosis, state.exclude, evidence)
@@ -397,10 +400,16 @@ class Consultant:
         )
 
     def _diagnosis(
-        self, row: int, probability: float, statuses: dict[str, FindingStatus], evidence: dict[str, Evidence]
+        self,
+        row: int,
+        probability: float,
+        statuses: dict[str, FindingStatus],
+        settled: set[str],
+        evidence: dict[str, Evidence],
     ) -> DiagnosisOut:
         """A diagnosis with the reported findings its knowledge lists for or against it, and the typical
-        findings nobody has said anything about (not even "don't know")."""
+        findings nobody has said anything about (not even "don't know"), nor settled by what was said
+        (`settled`: the concepts said and those a finding present implies)."""
         disease = self.differential.model.diseases[row]
         supporting, against, cited, mentioned = [], [], [], set()
         for concept, status in statuses.items():
@@ -411,11 +420,7 @@ class Consultant:
             if status != "uncertain":
                 (supporting if status == "present" else against).append(self._name(listed))
                 cited.append(self._fact(disease, Relation.HAS_SYMPTOM, listed, evidence))
-        # what the patient said settles a listed finding, also a broader one ("cough" of a productive cough)
-        vocabulary = self.differential.vocabulary
-        present = [concept for concept, status in statuses.items() if status == "present"]
-        settled = set(statuses) | vocabulary.broader(present)
-        concepts = {symptom: vocabulary.lookup(symptom) for symptom in disease.symptoms}
+        concepts = {symptom: self.differential.vocabulary.lookup(symptom) for symptom in disease.symptoms}
         not_reported = [
             self._name(symptom)
             for symptom, concept in concepts.items()
