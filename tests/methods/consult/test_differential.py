@@ -250,3 +250,11 @@ def test_an_onset_at_other_ages_than_a_diseases_weighs_onset_mismatch() -> None:
     assert ratio[rows["Rare fever syndrome"]] == pytest.approx(0.2)  # begins in adults
     assert ratio[rows["Rare rash syndrome"]] == pytest.approx(1.0)  # begins before 1 year
     assert ratio[rows["Rare itch syndrome"]] == pytest.approx(1.0)  # its onset is not stated
+
+
+def test_the_knowledges_names_are_remembered_and_a_patients_words_are_not() -> None:
+    vocabulary = _differential(annotated=True).vocabulary
+    for name in ("Itching", "itching", "Tremor", "no such finding"):
+        assert vocabulary.known(name) == vocabulary.lookup(name)
+    vocabulary.lookup("my hands shake when I hold a cup")
+    assert set(vocabulary._known) == {"Itching", "itching", "Tremor", "no such finding"}

@@ -420,17 +420,13 @@ class Consultant:
             if status != "uncertain":
                 (supporting if status == "present" else against).append(self._name(listed))
                 cited.append(self._fact(disease, Relation.HAS_SYMPTOM, listed, evidence))
-        concepts = {symptom: self.differential.vocabulary.lookup(symptom) for symptom in disease.symptoms}
-        not_reported = [
-            self._name(symptom)
-            for symptom, concept in concepts.items()
-            if symptom not in mentioned and (concept is None or concept.id not in settled)
-        ]
-        names = {self._name(symptom): symptom for symptom in disease.symptoms}
-        cited += [
-            self._fact(disease, Relation.HAS_SYMPTOM, names[s], evidence)
-            for s in not_reported[:SHOWN_NOT_REPORTED]
-        ]
+        known = self.differential.vocabulary.known
+        unreported = [
+            symptom
+            for symptom in disease.symptoms
+            if symptom not in mentioned and ((concept := known(symptom)) is None or concept.id not in settled)
+        ][:SHOWN_NOT_REPORTED]
+        cited += [self._fact(disease, Relation.HAS_SYMPTOM, symptom, evidence) for symptom in unreported]
         return DiagnosisOut(
             name=disease.name,
             probability=min(1.0, probability),
@@ -439,13 +435,13 @@ class Consultant:
             source=disease.source,
             supporting=supporting,
             against=against,
-            not_reported=not_reported[:SHOWN_NOT_REPORTED],
+            not_reported=[self._name(symptom) for symptom in unreported],
             evidence=cited,
         )
 
     def _name(self, symptom: str) -> str:
         """A symptom of the knowledge in plain words (one named by a question: its finding's name)."""
-        concept = self.differential.vocabulary.lookup(symptom) if is_question(symptom) else None
+        concept = self.differential.vocabulary.known(symptom) if is_question(symptom) else None
         return display_name(concept) if concept is not None else plain(symptom)
 
     def _statements(

@@ -43,7 +43,7 @@ def next_questions(
     candidates: dict[str, str] = {}
     for row in [*leading(posterior, candidate_diseases), *dangerous]:
         for symptom in differential.model.diseases[row].symptoms:
-            concept = differential.vocabulary.lookup(symptom)
+            concept = differential.vocabulary.known(symptom)
             if concept is not None and concept.id not in asked and concept.askable:
                 candidates.setdefault(concept.id, concept.name)
     questions = questions_about(differential, posterior, candidates)
