@@ -102,6 +102,49 @@ def test_the_diagnosis_prompt_can_hold_the_differential_so_far_and_the_drivers_i
     assert plain_first == first_prompt
 
 
+def test_in_fixed_mode_the_drivers_model_can_write_each_steps_input(server, case) -> None:
+    """MEDDxAgent's DDxDriver writes the agents' inputs in fixed mode too (`instructed`); a reply that is not
+    a valid instruction leaves the step its template input."""
+    gold = case.gold.answer
+    model = _model(server)
+    config = DriverConfig(iterations=2, components=("diagnosis",), instructed=True)
+    driver = DDxDriver(model, DiagnosisAgent(model, with_context=True), config=config)
+    server.replies = [
+        _reply({"thought": "fever is the lead", "input": "Weigh the fever."}),
+        _pick(gold),
+        _reply("not json"),
+        _pick(gold),
+    ]
+    answer, consultation = Answer(case_id=case.id, method="meddx"), Consultation(case, None)
+
+    assert asyncio.run(driver.run(consultation, answer)) == "iterations"
+    first, second = _steps(answer, "meddx.driver.instruct")
+    assert first.output == {"thought": "fever is the lead", "input": "Weigh the fever."}
+    assert "not a valid instruction" in second.output["rejected"]
+    prompts = [r["messages"][-1]["content"] for r in server.requests]
+    assert "The next step is fixed: diagnosis" in server.requests[0]["messages"][0]["content"]
+    assert "Instructions for this step: Weigh the fever." in prompts[1]
+    assert "Instructions for this step" not in prompts[-1]  # the template input is empty
+    reacts = _steps(answer, "meddx.react")
+    assert [r.input["thought"] for r in reacts] == ["fever is the lead", "fixed order"]
+
+
+def test_the_diagnosis_can_be_the_models_generated_ranking_of_the_candidates(server, case) -> None:
+    """MEDDxAgent's diagnosis agent writes its top ten (`ranking="generated"`): the model's order, each
+    candidate once, no probabilities, and the reply constrained to the candidates' names."""
+    gold = case.gold.answer
+    wrong = next(text for text in case.options.values() if text != gold)
+    model = _model(server)
+    server.replies = [_reply({"diagnoses": [wrong, gold, wrong]})]
+    agent = DiagnosisAgent(model, ranking="generated")
+    ddx, _ = asyncio.run(agent.diagnose(Consultation(case, None), Answer(case_id=case.id, method="m")))
+    assert [(d.name, d.probability) for d in ddx] == [(wrong, None), (gold, None)]
+    (request,) = server.requests
+    schema = json.dumps(request["response_format"])
+    assert all(json.dumps(text) in schema for text in case.options.values())
+    assert "most likely first" in request["messages"][-1]["content"]
+
+
 def test_dynamic_mode_falls_back_to_the_fixed_order_after_retries(server, case) -> None:
     server.replies = [_choose("surgery")] * 2 + [_pick(case.gold.answer)]
     model = _model(server)

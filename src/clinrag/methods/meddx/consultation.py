@@ -62,3 +62,10 @@ class Consultation:
 
     def top(self, k: int) -> list[str]:
         return [d.name for d in self.ddx[:k]]
+
+    def ddx_text(self, k: int | None = None) -> str:
+        """The differential as a line: each diagnosis with its probability where it has one (a generated
+        list ranks without probabilities)."""
+        return "; ".join(
+            d.name if d.probability is None else f"{d.name} {d.probability:.0%}" for d in self.ddx[:k]
+        )

@@ -3,9 +3,11 @@ without, the candidates `propose` gives), from the patient as known so far and t
 summary, by one of five strategies — zero-shot, chain of thought, fixed few-shot, dynamic few-shot (the
 most similar past patients as the examples), and chain of thought with dynamic few-shot.
 
-Every option is scored by its per-token log-likelihood as the continuation of the prompt (after the
-reasoning, for the chain-of-thought strategies), so the differential is a distribution over all options and
-never a parse failure."""
+With `ranking="likelihood"` every option is scored by its per-token log-likelihood as the continuation of
+the prompt (after the reasoning, for the chain-of-thought strategies), so the differential is a distribution
+over all options and never a parse failure. With `ranking="generated"`, as in MEDDxAgent, the model writes
+the ten most likely candidates, most likely first, as JSON constrained to the candidates' names: a ranking
+without probabilities (an invalid reply is a `StructuredOutputError`, recorded by the driver)."""
 
 from __future__ import annotations
 
@@ -13,10 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import Field, create_model
+
 from clinrag.core.errors import InvalidInputError
-from clinrag.core.models import Answer, Case, Evidence, RankedDiagnosis
+from clinrag.core.models import DDX_SIZE, Answer, Case, Evidence, RankedDiagnosis, TraceStep
 from clinrag.llm.base import ChatModel, ChatRequest
-from clinrag.methods.answering import complete, option_distribution, ranked_result
+from clinrag.methods.answering import complete, complete_structured, option_distribution, ranked_result
 from clinrag.methods.meddx.consultation import Consultation
 from clinrag.patients.record import PatientRecord
 from clinrag.patients.similarity import Neighbours, SimilarPatients, patient_evidence
@@ -31,6 +35,10 @@ BODY = """{examples}Patient: {profile}
 Candidate diagnoses:
 {options}"""
 CONCLUDE = "\n\nThe most likely diagnosis is:"
+GENERATE = """
+
+List the {n} most likely of the candidate diagnoses for this patient, most likely first, each named as in \
+the list. Reply in JSON with "diagnoses"."""
 # with `with_context`, what MEDDxAgent's diagnosis prompt also holds: the differential so far and what the
 # driver asked of this step
 PREVIOUS = "\nThe differential so far: {ddx}"
@@ -48,6 +56,7 @@ class DiagnosisAgent:
     records: Sequence[PatientRecord] = ()
     labels: dict[str, list[str]] | None = None
     shots: int = 3
+    ranking: Literal["likelihood", "generated"] = "likelihood"
     reasoning_tokens: int = 192
     with_context: bool = False  # show the differential so far and the driver's instructions
     # a case without options: what proposes its candidates (`candidates.knowledge_candidates`)
@@ -97,17 +106,36 @@ class DiagnosisAgent:
                 completion = await complete(self.model, request, answer, step)
                 step.output["reasoning"] = completion.text
                 prompt = f"{body}\n\nReasoning: {completion.text.strip()}{CONCLUDE}"
-            request = ChatRequest.of(prompt, system=SYSTEM)
-            distribution = await option_distribution(self.model, request, case, answer, continuation=True)
-            ddx = ranked_result(case, distribution).ddx
-            step.output["ddx"] = [[d.name, round(d.probability or 0.0, 4)] for d in ddx]
+            if self.ranking == "generated":
+                reasoned = prompt.removesuffix(CONCLUDE)
+                ddx = await self._generated(case, reasoned, answer, step)
+            else:
+                request = ChatRequest.of(prompt, system=SYSTEM)
+                distribution = await option_distribution(self.model, request, case, answer, continuation=True)
+                ddx = ranked_result(case, distribution).ddx
+            step.output["ddx"] = [
+                [d.name, None if d.probability is None else round(d.probability, 4)] for d in ddx
+            ]
             step.output["examples"] = [r.id for r, _ in examples]
         return ddx, patient_evidence(examples, self.labels)
+
+    async def _generated(
+        self, case: Case, body: str, answer: Answer, step: TraceStep
+    ) -> list[RankedDiagnosis]:
+        """The model's own ranked list of candidates (at most `DDX_SIZE`, each once, in its order)."""
+        names = tuple(dict.fromkeys(case.options.values()))
+        schema = create_model(
+            "GeneratedDifferential",
+            diagnoses=(list[Literal[names]], Field(min_length=1, max_length=DDX_SIZE)),  # type: ignore[valid-type]
+        )
+        request = ChatRequest.of(body + GENERATE.format(n=min(DDX_SIZE, len(names))), system=SYSTEM)
+        reply, _ = await complete_structured(self.model, request, schema, answer, step)
+        return [RankedDiagnosis(name=name) for name in dict.fromkeys(reply.diagnoses)]
 
     def _context(self, consultation: Consultation, instructions: str) -> str:
         if not self.with_context:
             return ""
-        shown = "; ".join(f"{d.name} {d.probability or 0:.0%}" for d in consultation.ddx[:5])
+        shown = consultation.ddx_text(5)
         previous = PREVIOUS.format(ddx=shown) if shown else ""
         given = INSTRUCTIONS.format(given=instructions.strip()) if instructions.strip() else ""
         return f"{previous}{given}\n" if previous or given else ""

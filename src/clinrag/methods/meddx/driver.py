@@ -1,11 +1,14 @@
 """MEDDxAgent's DDxDriver: a ReAct loop (thought, action, observation) over the history-taking, knowledge-
 retrieval and diagnosis components, keeping the consultation (profile, dialogue, notes, differential).
 
-`fixed` mode runs the enabled components in the order history → knowledge → diagnosis, `iterations` times.
-`dynamic` mode lets the LLM choose the next component (or to finish) with a thought; a choice that is not
-valid now — an unknown or disabled component, history taking with the question budget spent, finishing
-before a diagnosis — is rejected with the reason as its observation and asked again, up to `retries` times,
-then the fixed order's next component runs instead (recorded). Both stop after `iterations` diagnoses or
+`fixed` mode runs the enabled components in the order history → knowledge → diagnosis, `iterations` times;
+with `instructed`, as in MEDDxAgent, the driver's model writes each step's input (the goal of the
+questions, the question to look up, what the diagnosis should weigh) with a thought, and a reply that is not
+valid JSON leaves the step its template input (recorded). `dynamic` mode lets the LLM choose the next
+component (or to finish) with a thought; a choice that is not valid now — an unknown or disabled component,
+history taking with the question budget spent, finishing before a diagnosis — is rejected with the reason as
+its observation and asked again, up to `retries` times, then the fixed order's next component runs instead
+(recorded). Both stop after `iterations` diagnoses or
 when the top-k of the differential has not changed for `stable_for` diagnoses in a row. Every step is in the
 trace as `meddx.react`."""
 
@@ -31,13 +34,24 @@ ORDER: tuple[Component, ...] = ("history", "knowledge", "diagnosis")
 FINISH = "finish"
 SCRATCHPAD_STEPS = 6
 
-DRIVER_SYSTEM = """You direct a differential diagnosis. Each turn, think about what is missing, then choose \
-one action:
-- "history": ask the patient more questions (input: the goal of the questions)
-- "knowledge": search medical knowledge (input: the question to look up)
-- "diagnosis": rank the differential diagnosis from what is known now
-- "finish": stop; the last differential is the answer
-Available now: {actions}. Reply in JSON with "thought", "action" and "input"."""
+# what each action does, and its input (none for finishing)
+ACTIONS: dict[str, tuple[str, str | None]] = {
+    "history": ("ask the patient more questions", "the goal of the questions"),
+    "knowledge": ("search medical knowledge", "the question to look up"),
+    "diagnosis": ("rank the differential diagnosis from what is known now", "what it should weigh"),
+    FINISH: ("stop; the last differential is the answer", None),
+}
+DRIVER_SYSTEM = (
+    "You direct a differential diagnosis. Each turn, think about what is missing, then choose one action:\n"
+    + "\n".join(
+        f'- "{action}": {does}' + (f" (input: {given})" if given else "")
+        for action, (does, given) in ACTIONS.items()
+    )
+    + '\nAvailable now: {actions}. Reply in JSON with "thought", "action" and "input".'
+)
+INSTRUCT_SYSTEM = """You direct a differential diagnosis. The next step is fixed: {action}, to {does}; its \
+input is {given}. Think about what is missing, then write the input. Reply in JSON with "thought" and \
+"input"."""
 
 DRIVER_TURN = """Patient: {profile}
 
@@ -51,6 +65,7 @@ Steps so far:
 @dataclass(frozen=True)
 class DriverConfig:
     mode: Literal["fixed", "dynamic"] = "fixed"
+    instructed: bool = False  # fixed mode: the driver's model writes each step's input (else: templates)
     iterations: int = 3
     questions: int = 5  # per history-taking step
     components: tuple[Component, ...] = ORDER
@@ -88,6 +103,8 @@ class DDxDriver:
                 if not pending:
                     pending = list(self._fixed_order())
                 action, given, thought = pending.pop(0), "", "fixed order"
+                if self.config.instructed:
+                    thought, given = await self._instruct(consultation, steps, action, answer)
             if action == FINISH:
                 return "finished by the driver"
             step = await self._act(consultation, action, given, thought, answer)
@@ -145,7 +162,7 @@ class DDxDriver:
         ddx, examples = await self.diagnosis.diagnose(consultation, answer, given)
         consultation.record_ddx(ddx)
         _add_evidence(answer, examples)
-        return "; ".join(f"{d.name} {d.probability or 0:.0%}" for d in ddx[:5])
+        return consultation.ddx_text(5)
 
     def _questions_left(self, consultation: Consultation) -> int:
         return self.config.iterations * self.config.questions - len(consultation.exchanges)
@@ -174,12 +191,7 @@ class DDxDriver:
         feedback = ""
         for attempt in range(self.config.retries + 1):
             request = ChatRequest.of(
-                DRIVER_TURN.format(
-                    profile=consultation.profile_text(),
-                    ddx="; ".join(consultation.top(5)) or "(none yet)",
-                    scratchpad=_scratchpad(steps) or "(none yet)",
-                    feedback=feedback,
-                ),
+                self._turn(consultation, steps, feedback),
                 system=DRIVER_SYSTEM.format(actions=", ".join(available)),
                 max_tokens=128,
             )
@@ -203,6 +215,34 @@ class DDxDriver:
             record.output = {"reason": f"{self.config.retries + 1} choices rejected"}
         return "fallback to the fixed order", fallback, ""
 
+    async def _instruct(
+        self, consultation: Consultation, steps: list[ReactStep], action: str, answer: Answer
+    ) -> tuple[str, str]:
+        """(thought, input) the model writes for the fixed order's next step; ("fixed order", "") — the
+        step's template input — when its reply is not valid."""
+        assert self.model is not None
+        request = ChatRequest.of(
+            self._turn(consultation, steps),
+            system=INSTRUCT_SYSTEM.format(action=action, does=ACTIONS[action][0], given=ACTIONS[action][1]),
+            max_tokens=128,
+        )
+        with answer.trace.step("meddx.driver.instruct", action=action) as record:
+            try:
+                reply, _ = await complete_structured(self.model, request, _Instruction, answer, record)
+            except StructuredOutputError as exc:
+                record.output = {"rejected": f"the reply is not a valid instruction: {exc}"}
+                return "fixed order", ""
+            record.output = {"thought": reply.thought, "input": reply.input}
+        return reply.thought, reply.input
+
+    def _turn(self, consultation: Consultation, steps: list[ReactStep], feedback: str = "") -> str:
+        return DRIVER_TURN.format(
+            profile=consultation.profile_text(),
+            ddx="; ".join(consultation.top(5)) or "(none yet)",
+            scratchpad=_scratchpad(steps) or "(none yet)",
+            feedback=feedback,
+        )
+
     def _fallback(self, consultation: Consultation, steps: list[ReactStep]) -> str:
         order = self._fixed_order()
         last = steps[-1].action if steps else None
@@ -216,6 +256,11 @@ class DDxDriver:
             return False
         tops = [[d.name for d in snap.ddx[:k]] for snap in consultation.history[-span - 1 :]]
         return all(top == tops[0] for top in tops)
+
+
+class _Instruction(BaseModel):
+    thought: str = Field(max_length=600)
+    input: str = Field(max_length=600)
 
 
 def _choice_schema(actions: Sequence[str]) -> type[BaseModel]:

@@ -50,11 +50,15 @@ class MeddxConfig(MethodConfig):
     method_name: ClassVar[str] = "meddx"
 
     mode: Literal["fixed", "dynamic"] = "fixed"
+    # fixed mode: the driver's model writes each step's input, as MEDDxAgent's DDxDriver does (off: templates)
+    driver_instructs: bool = False
     iterations: int = Field(default=3, ge=1, le=10)
     questions: int = Field(default=5, ge=1, le=50)  # per history-taking step
     components: list[Component] = Field(default_factory=lambda: list(ORDER))
     strategy: Strategy = "zero_shot"
     shots: int = Field(default=3, ge=1, le=10)
+    # the differential: the options scored by likelihood, or the model's generated top ten (MEDDxAgent)
+    ranking: Literal["likelihood", "generated"] = "likelihood"
     # the diagnosis prompt also shows the differential so far and the driver's instructions for the step
     diagnosis_context: bool = False
     # a case without options (a rare-disease patient): the consultation's leading diseases are the candidates
@@ -163,7 +167,7 @@ def _finish(answer: Answer, consultation: Consultation, stop: str) -> Answer:
     )
     parts = [consultation.dialogue_text()] if consultation.exchanges else []
     parts += [f"Knowledge: {note.summary}" for note in consultation.notes[-1:]]
-    parts.append("Differential: " + "; ".join(f"{d.name} {d.probability or 0:.0%}" for d in ddx))
+    parts.append("Differential: " + consultation.ddx_text())
     answer.text = "\n\n".join(parts)
     return answer
 
@@ -215,13 +219,14 @@ def build(context: MethodContext, config: MeddxConfig) -> Meddx:
 
         advisor = ExperienceAdvisor(ExperienceModel(context.experience, context.labels))
     driver = DDxDriver(
-        model=context.chat_model if config.mode == "dynamic" else None,
+        model=context.chat_model if config.mode == "dynamic" or config.driver_instructs else None,
         diagnosis=DiagnosisAgent(
             context.chat_model,
             config.strategy,
             context.experience,
             context.labels,
             shots=config.shots,
+            ranking=config.ranking,
             with_context=config.diagnosis_context,
             propose=lambda case: knowledge_candidates(consultant(), case, config.candidates),
             similar=context.similar_patients() if "dynamic" in config.strategy else None,
@@ -230,7 +235,11 @@ def build(context: MethodContext, config: MeddxConfig) -> Meddx:
         if "history" in components
         else None,
         knowledge=_knowledge_agent(context, config) if "knowledge" in components else None,
-        config=DriverConfig(components=components, **config.model_dump(include=DRIVER_FIELDS)),
+        config=DriverConfig(
+            components=components,
+            instructed=config.driver_instructs,
+            **config.model_dump(include=DRIVER_FIELDS),
+        ),
     )
     return Meddx(driver, config, context=context, consultant=consultant)
 
