@@ -220,6 +220,8 @@ def test_omim_and_orphanet_names_of_one_disease_join_and_eponyms_keep_their_orde
     assert by_ids["ORPHA:286"] == by_ids["OMIM:130050"] == "Ehlers-Danlos syndrome, Vascular type"
     assert by_ids["ORPHA:79433"] == by_ids["OMIM:203290"] == "Albinism, oculocutaneous, type III"
     assert by_ids["ORPHA:47"] == by_ids["OMIM:300755"]  # X-linked agammaglobulinemia
+    assert by_ids["ORPHA:79443"] == by_ids["OMIM:103580"]  # pseudohypoparathyroidism type 1A / type IA
+    assert by_ids["ORPHA:79444"] != by_ids["OMIM:103580"]  # type 1C is another
     # an eponym's order names another syndrome: Shprintzen-Goldberg (craniosynostosis) is not
     # Goldberg-Shprintzen (megacolon)
     assert same_disease_key("Shprintzen-Goldberg syndrome") != same_disease_key(
