@@ -222,6 +222,7 @@ def test_omim_and_orphanet_names_of_one_disease_join_and_eponyms_keep_their_orde
     assert by_ids["ORPHA:47"] == by_ids["OMIM:300755"]  # X-linked agammaglobulinemia
     assert by_ids["ORPHA:79443"] == by_ids["OMIM:103580"]  # pseudohypoparathyroidism type 1A / type IA
     assert by_ids["ORPHA:79444"] != by_ids["OMIM:103580"]  # type 1C is another
+    assert by_ids["ORPHA:195"] == by_ids["OMIM:115470"] == "Cat eye syndrome"  # "Cat-eye syndrome"
     # an eponym's order names another syndrome: Shprintzen-Goldberg (craniosynostosis) is not
     # Goldberg-Shprintzen (megacolon)
     assert same_disease_key("Shprintzen-Goldberg syndrome") != same_disease_key(
