@@ -6,13 +6,13 @@ Every decision is kept as a `KeywordMatch`, so an answer can show why a keyword 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from rapidfuzz import fuzz, process
 
+from clinrag.core.text import folded
 from clinrag.graph.schema import Label
 from clinrag.graph.store import GraphStore
 
@@ -24,9 +24,7 @@ _PUNCTUATION = re.compile(r"[\W_]+")
 
 def normalize(text: str) -> str:
     """Case-folded, accent-free, punctuation as spaces, whitespace collapsed."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return " ".join(_PUNCTUATION.sub(" ", stripped.casefold()).split())
+    return " ".join(_PUNCTUATION.sub(" ", folded(text)).split())
 
 
 @dataclass(frozen=True)

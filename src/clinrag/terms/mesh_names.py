@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-import unicodedata
+
+from clinrag.core.text import folded
 
 _POSSESSIVE = re.compile(r"['’]s\b")
 _SEPARATORS = re.compile(r"[\W_]+")
@@ -21,8 +22,7 @@ def _singular(token: str) -> str:
 
 
 def _words(text: str) -> list[str]:
-    folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    return _SEPARATORS.sub(" ", _POSSESSIVE.sub("", folded.casefold())).split()
+    return _SEPARATORS.sub(" ", _POSSESSIVE.sub("", folded(text))).split()
 
 
 def normalize(text: str) -> str:

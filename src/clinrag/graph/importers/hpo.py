@@ -22,8 +22,8 @@ diseases).
 from __future__ import annotations
 
 import re
-import unicodedata
 
+from clinrag.core.text import folded
 from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, SourceTraits, clean_name
 from clinrag.graph.importers.registry import GraphSource, register
 from clinrag.graph.matching import normalize
@@ -114,8 +114,7 @@ def read_hpo_diseases(
 def same_disease_key(name: str) -> str:
     """What two catalogues' names of one disease share (see the module docstring): its words, case-folded,
     accent-free, sorted, without "type", a type's Roman numeral as a number (and its subtype letter kept)."""
-    plain = "".join(ch for ch in unicodedata.normalize("NFKD", name) if not unicodedata.combining(ch))
-    words = _NOT_A_WORD.sub(" ", plain.casefold()).split()
+    words = _NOT_A_WORD.sub(" ", folded(name)).split()
     kept = [
         _roman_value(numeral) if before == "type" and (numeral := _ROMAN.fullmatch(word)) else word
         for before, word in zip(["", *words], words, strict=False)

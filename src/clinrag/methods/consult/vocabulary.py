@@ -58,8 +58,8 @@ class Vocabulary:
 
     concepts: list[Concept] = field(default_factory=list)
     index: dict[str, int] | None = None  # normalised surface → concept position (computed when not given)
-    # the knowledge's names looked up before (`known`), as written → concept position
-    _known: dict[str, int | None] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # the knowledge's names looked up before (`known`), as written → their concept
+    _known: dict[str, Concept | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.index is None:
@@ -96,11 +96,9 @@ class Vocabulary:
         """`lookup` of a name the knowledge gives (a disease's symptom), remembered: a report looks up every
         symptom of the diseases it lists, and normalising costs more than looking up. The knowledge's names
         are finite; a patient's words go through `lookup`, which keeps nothing."""
-        assert self.index is not None
         if name not in self._known:
-            self._known[name] = self.index.get(normalize(name))
-        k = self._known[name]
-        return None if k is None else self.concepts[k]
+            self._known[name] = self.lookup(name)
+        return self._known[name]
 
     def first_known(self, names: Sequence[str]) -> Concept | None:
         """The concept of the first name the vocabulary knows."""

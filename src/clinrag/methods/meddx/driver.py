@@ -8,9 +8,8 @@ valid JSON leaves the step its template input (recorded). `dynamic` mode lets th
 component (or to finish) with a thought; a choice that is not valid now — an unknown or disabled component,
 history taking with the question budget spent, finishing before a diagnosis — is rejected with the reason as
 its observation and asked again, up to `retries` times, then the fixed order's next component runs instead
-(recorded). Both stop after `iterations` diagnoses or
-when the top-k of the differential has not changed for `stable_for` diagnoses in a row. Every step is in the
-trace as `meddx.react`."""
+(recorded). Both stop after `iterations` diagnoses or when the top-k of the differential has not changed for
+`stable_for` diagnoses in a row. Every step is in the trace as `meddx.react`."""
 
 from __future__ import annotations
 
