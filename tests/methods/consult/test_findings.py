@@ -372,6 +372,19 @@ def test_negation_and_hedging(extractor: FindingExtractor) -> None:
     assert _statuses(extractor.extract("Fever but no cough.")) == {"Fever": "present", "Cough": "absent"}
 
 
+def test_not_being_able_to_stop_affirms_what_follows(extractor: FindingExtractor) -> None:
+    """Not being able to stop ("can't stop") says a symptom is there and will not end: a pseudo-negation,
+    as "not sure" is."""
+    text = "He gets fits of coughing where he can't stop, goes red in the face and has a fever."
+    assert _statuses(extractor.extract(text)) == {
+        "Cough": "present",
+        "Facial erythema": "present",
+        "Fever": "present",
+    }
+    assert _statuses(extractor.extract("I haven't been able to stop vomiting.")) == {"Vomiting": "present"}
+    assert _statuses(extractor.extract("I haven't been vomiting.")) == {"Vomiting": "absent"}
+
+
 def test_normal_fine_or_gone_denies_the_finding_of_its_own_clause(extractor: FindingExtractor) -> None:
     assert _statuses(extractor.extract("My cough is fine now.")) == {"Cough": "absent"}
     assert _statuses(extractor.extract("The runny nose went away, but I have a cough.")) == {
@@ -413,6 +426,14 @@ def test_lay_constructions_name_the_body_part(extractor: FindingExtractor) -> No
         "Vomiting": "present",
     }
     assert _statuses(extractor.extract("I coughed up blood-streaked spit.")) == {"Hemoptysis": "present"}
+    # a colour "-ish" names sputum as its colour does; phlegm six words on is still what is coughed up
+    assert _statuses(extractor.extract("I'm coughing up some clear to yellowish phlegm.")) == {
+        "Productive cough": "present"
+    }
+    # tightness or heaviness in the chest is chest pain of that character (DDXPlus: "tight", "heavy")
+    assert _statuses(extractor.extract("I get a tight, heavy feeling in my chest when I walk uphill.")) == {
+        "Chest pain": "present"
+    }
     assert _statuses(extractor.extract("There's a pain under my ribs.")) == {"Abdominal pain": "present"}
     assert _statuses(extractor.extract("My arms and legs feel weak.")) == {"Muscle weakness": "present"}
     assert _statuses(extractor.extract("It doesn't hurt and my eyes aren't red.")) == {"Red eye": "absent"}
