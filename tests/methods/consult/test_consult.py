@@ -249,6 +249,22 @@ def test_a_disease_listing_only_the_broader_finding_explains_it_less(packaged) -
     assert barking[rows["Croup"]] == pytest.approx(2 * barking[rows["Acute Bronchitis"]])  # lists "Cough"
 
 
+def test_each_choice_a_ddxplus_question_names_answers_it(packaged) -> None:
+    """ "Nasal congestion or a clear runny nose?" is answered yes by a runny nose: URTI, which lists that
+    question, explains a runny nose as a disease listing a broader finding does (half its share), where
+    before it took the leak of a finding it does not list."""
+    differential = packaged.consultant.differential
+    rows = {d.name: row for row, d in enumerate(differential.model.diseases)}
+    question = differential.vocabulary.by_code("E_181")
+    assert question.question in differential.model.diseases[rows["URTI"]].symptoms
+    runny = differential.likelihood(differential.vocabulary.lookup("runny nose").id)
+    congested = differential.likelihood(question.id)
+    assert runny[rows["URTI"]] == pytest.approx(congested[rows["URTI"]] / 2)
+    # a noise on breathing in after coughing fits is whooping cough's "noisy breathing after coughing spells"
+    stridor = differential.likelihood(differential.vocabulary.lookup("stridor").id)
+    assert stridor[rows["Whooping cough"]] > 10 * stridor[rows["Pneumonia"]]
+
+
 def test_the_report_is_data_and_compose_alone_puts_it_into_words(packaged) -> None:
     consultant = packaged.consultant
     report, evidence = consultant.report(consultant.start(README_EXAMPLE))

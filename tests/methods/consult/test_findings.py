@@ -308,6 +308,9 @@ def test_the_evidence_table_names_real_ddxplus_questions_and_hpo_terms(data_dir:
     for code, row in rows.items():
         assert release[code]["data_type"] == "B" and release[code]["question_en"] == row["question"], row
         assert terms[row["hpo"]].name == row["label"] and not terms[row["hpo"]].obsolete, row
+        for kind in row["kinds"]:
+            assert terms[kind["hpo"]].name == kind["label"] and not terms[kind["hpo"]].obsolete, row
+    assert sum(bool(row["kinds"]) for row in rows.values()) >= 10
 
 
 def test_a_ddxplus_evidence_is_or_is_a_kind_of_the_hpo_finding_its_table_names(
@@ -321,6 +324,12 @@ def test_a_ddxplus_evidence_is_or_is_a_kind_of_the_hpo_finding_its_table_names(
     assert merged.by_code("E_220") == merged.lookup("pleuritic chest pain")
     # a kind of it: a wheezing sound on breathing out is wheezing
     assert merged.lookup("wheezing").id in merged.by_code("E_214").parents
+    # each other choice of a question is a kind of it: a runny nose answers "nasal congestion or a clear
+    # runny nose", stridor "do you wheeze while inhaling or is your breathing noisy after coughing spells"
+    assert merged.by_code("E_181").id in merged.lookup("runny nose").parents
+    assert merged.by_code("E_112").id in merged.lookup("stridor").parents
+    # a concept joined from two sources keeps both sources' kinds: DDXPlus' ear pain is a pain somewhere
+    assert merged.by_code("E_53").id in merged.lookup("ear pain").parents
 
 
 def test_a_plain_name_is_a_kind_of_what_its_head_names(hpo: Vocabulary) -> None:
@@ -429,6 +438,14 @@ def test_lay_constructions_name_the_body_part(extractor: FindingExtractor) -> No
     # a colour "-ish" names sputum as its colour does; phlegm six words on is still what is coughed up
     assert _statuses(extractor.extract("I'm coughing up some clear to yellowish phlegm.")) == {
         "Productive cough": "present"
+    }
+    # chest pain that breathing worsens is pleuritic, however far on in its clause the breath is named, and
+    # not when another clause names it
+    text = "A sharp pain in the middle of my chest that's worse when I take a deep breath."
+    assert _statuses(extractor.extract(text)).get("Pleuritic chest pain") == "present"
+    assert _statuses(extractor.extract("There's a pain in my chest and I can't catch my breath.")) == {
+        "Chest pain": "present",
+        "Dyspnea": "present",
     }
     # tightness or heaviness in the chest is chest pain of that character (DDXPlus: "tight", "heavy")
     assert _statuses(extractor.extract("I get a tight, heavy feeling in my chest when I walk uphill.")) == {

@@ -62,7 +62,8 @@ def ddxplus_findings(folder: str | Path, *, antecedents: bool = True) -> list[Fi
     """The yes/no evidences (`data_type` "B") of a DDXPlus release folder (or its evidences file) and the site
     findings; `antecedents=False` keeps the symptoms only. Where `data/ddxplus_evidences_hpo.jsonl` says, an
     evidence is an HPO finding (named by its label too: "a cough that produces colored or more abundant
-    sputum" is Productive cough) or a kind of one (named by its HPO id, which the vocabulary resolves)."""
+    sputum" is Productive cough) or a kind of one (named by its HPO id, which the vocabulary resolves), and
+    which HPO findings its question's other choices name ("… or a clear runny nose": Rhinorrhea)."""
     path = Path(folder)
     decoder = EvidenceDecoder.from_file(path / EVIDENCES if path.is_dir() else path.parent / EVIDENCES)
     links = evidence_terms()
@@ -85,13 +86,15 @@ def ddxplus_findings(folder: str | Path, *, antecedents: bool = True) -> list[Fi
                 parents=broader,
                 question=question,
                 codes=(name,),
+                kinds=tuple(kind["hpo"] for kind in link["kinds"]) if link is not None else (),
             )
         )
     return terms + _site_findings(decoder)
 
 
 def evidence_terms(path: Path = EVIDENCE_TERMS) -> dict[str, dict]:
-    """Evidence code → its HPO finding: {"hpo": "HP:0031245", "label": "Productive cough", "same": bool}."""
+    """Evidence code → its HPO finding: {"hpo": "HP:0031245", "label": "Productive cough", "same": bool,
+    "kinds": [{"hpo", "label"}, …]} (the HPO findings its question's other choices name)."""
     return {row["evidence"]: row for row in srsly.read_jsonl(path)}
 
 

@@ -50,6 +50,9 @@ class FindingTerm:
     question: str | None = None  # the question that asks about it, when the source words one
     site: tuple[str, str] | None = None  # a finding at one body site: (site word, kind): ("ear", "pain")
     codes: tuple[str, ...] = ()  # the codes patients' records give it ("E_91", "E_55_@_V_129")
+    # the narrower findings that are kinds of it, as ids or codes (an HPO id): each other choice a question
+    # names ("a clear runny nose" of "nasal congestion or a clear runny nose"), which answers it too
+    kinds: tuple[str, ...] = ()
 
 
 @dataclass

@@ -232,9 +232,11 @@ class ConstructionsPipe:
                 before = set(words[max(0, j - refinement.within) : j])
                 if before & self.rules.words(refinement.before):
                     concept = refined
-            elif refinement.after is not None:
+            elif refinement.after is not None:  # within its clause: "… and I can't breathe" is another
                 after = self.rules.words(refinement.after)
-                hits = [k for k in range(end, min(len(words), end + refinement.within)) if words[k] in after]
+                stop = min(len(words), end + refinement.within)
+                stop = next((k for k in range(end, stop) if self._ends_clause(words, k)), stop)
+                hits = [k for k in range(end, stop) if words[k] in after]
                 if hits:
                     concept = refined
                     end = hits[0] + 1 if refinement.extend else end

@@ -42,6 +42,7 @@ class Concept:
     site: tuple[str, str] | None = None  # a finding at one body site: (site word, kind)
     codes: tuple[str, ...] = ()  # the codes patients' records give it
     layperson: str | None = None  # how laypeople name it, where its source says (HPO's layperson synonyms)
+    kinds: tuple[str, ...] = ()  # ids or codes of narrower concepts its source says are kinds of it
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -116,7 +117,8 @@ class Vocabulary:
     def merge(self, other: Vocabulary) -> Vocabulary:
         """This vocabulary with `other`'s concepts joined to the concept sharing a surface form (by their
         name first, then a synonym); the rest are added. This vocabulary's names stay preferred; what the
-        joined concepts are (lay, askable, …) is what either is."""
+        joined concepts are (lay, askable, …) is what either is, and they are kinds of what either is a kind
+        of."""
         merged = {concept.id: concept for concept in self.concepts}
         for concept in other.concepts:
             target = next((c for s in concept.surfaces if (c := self.lookup(s)) is not None), None)
@@ -130,6 +132,7 @@ class Vocabulary:
                 current,
                 synonyms=current.synonyms + extra,
                 also=(*current.also, *concept.ids),
+                parents=(*current.parents, *concept.parents),
                 lay=current.lay or concept.lay,
                 askable=current.askable or concept.askable,
                 plain=current.plain or concept.plain,
@@ -137,17 +140,22 @@ class Vocabulary:
                 site=current.site or concept.site,
                 codes=(*current.codes, *concept.codes),
                 layperson=current.layperson or concept.layperson,
+                kinds=(*current.kinds, *concept.kinds),
             )
         # a parent named by an id that is now another concept's alias, or by another concept's code (an HPO
-        # id), is that concept
+        # id), is that concept; a concept another names as its kind has it as a parent
         owner = {code: concept.id for concept in merged.values() for code in concept.codes}
         owner |= {alias: concept.id for concept in merged.values() for alias in concept.ids}
-        return Vocabulary(
-            [
-                replace(c, parents=tuple(dict.fromkeys(owner.get(p, p) for p in c.parents)))
-                for c in merged.values()
-            ]
-        )
+        kind_of: dict[str, list[str]] = {}
+        for concept in merged.values():
+            for kind in concept.kinds:
+                if owner.get(kind, concept.id) != concept.id:
+                    kind_of.setdefault(owner[kind], []).append(concept.id)
+        concepts = []
+        for c in merged.values():
+            parents = dict.fromkeys([*(owner.get(p, p) for p in c.parents), *kind_of.get(c.id, ())])
+            concepts.append(replace(c, parents=tuple(p for p in parents if p != c.id)))
+        return Vocabulary(concepts)
 
     def in_language(self, names: Mapping[str, Sequence[str]]) -> Vocabulary:
         """The concepts that have names in another language (concept id → names, the first preferred),
@@ -229,6 +237,7 @@ class Vocabulary:
                     question=term.question,
                     site=term.site,
                     codes=term.codes,
+                    kinds=term.kinds,
                 )
                 for term in terms
             ]
