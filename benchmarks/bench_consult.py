@@ -27,8 +27,9 @@
     GTPA@1/3/10 on the packaged default knowledge and on the DDXPlus table with its patients as experience.
 (ix) Questioning: DDXPlus patients (the same sample as (i)) tell only their chief complaint, age and sex;
     `consult` on the packaged DDXPlus table asks up to QUESTIONS questions, each answered from the patient's
-    evidence codes. With the questions' weight for dangerous diagnoses (`danger_weight`, the default) and
-    without it (0, information gain alone): GTPA@1 after the questions, dangerous diagnoses missed (the
+    evidence codes (`record_answer`: one choice of a question the record answers yes is not known). With the
+    questions' weight for dangerous diagnoses (`danger_weight`, the default) and without it (0, information
+    gain alone): GTPA@1 after the questions, dangerous diagnoses missed (the
     patient has a dangerous one and it is not named among the diagnoses not to miss), and dangerous
     diagnoses the patient does not have left open (named as not to miss; per patient).
 
@@ -45,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import httpx
@@ -57,7 +59,9 @@ from clinrag.eval.datasets.ddxplus_text import FirstPersonRenderer, introduction
 from clinrag.eval.runner import EvalRunner, RunRequest
 from clinrag.eval.sampling import sample_cases
 from clinrag.methods.base import MethodContext
+from clinrag.methods.consult.findings import FindingStatus
 from clinrag.methods.consult.method import ConsultConfig, build
+from clinrag.methods.consult.vocabulary import Concept
 
 README_EXAMPLE = (
     "I am 45 and have had a fever, a productive cough and pain on the right side of my chest when I breathe "
@@ -128,6 +132,7 @@ def questioning(settings: Settings, ddxplus: Path, limit: int, seed: int) -> dic
         consultant = build(context, config).consultant
         diseases = consultant.differential.model.diseases
         dangerous = {disease.name for disease, d in zip(diseases, consultant.dangerous, strict=True) if d}
+        choices = choice_questions(consultant.concepts.values())
         hits = missed = left_open = 0
         for case in cases:
             state = consultant.start(complaint(renderer, case))
@@ -137,8 +142,8 @@ def questioning(settings: Settings, ddxplus: Path, limit: int, seed: int) -> dic
                 if len(state.answered) == QUESTIONS or not report.questions:
                     break
                 concept = report.questions[0].concept
-                said = set(consultant.concepts[concept].codes) & evidence
-                consultant.answer(state, concept, "present" if said else "absent")
+                said = record_answer(consultant.concepts[concept], choices, evidence)
+                consultant.answer(state, concept, said)
             gold = case.gold.answer if case.gold else None
             named = {danger.name for danger in report.dangers}
             hits += bool(report.differential) and report.differential[0].name == gold
@@ -150,6 +155,27 @@ def questioning(settings: Settings, ddxplus: Path, limit: int, seed: int) -> dic
             "dangers_left_open": round(left_open / len(cases), 3),
         }
     return results
+
+
+def choice_questions(concepts: Iterable[Concept]) -> dict[str, set[str]]:
+    """Each id or code a question names as one of its choices → the codes of the questions naming it."""
+    questions: dict[str, set[str]] = {}
+    for concept in concepts:
+        for kind in concept.kinds:
+            questions.setdefault(kind, set()).update(concept.codes)
+    return questions
+
+
+def record_answer(concept: Concept, choices: dict[str, set[str]], evidence: set[str]) -> FindingStatus:
+    """What a DDXPlus record says of a concept: present where it has one of the concept's codes; not known
+    where it only answers yes to a question offering the concept as one choice ("nasal congestion or a clear
+    runny nose" says nothing of the runny nose alone); absent otherwise."""
+    if set(concept.codes) & evidence:
+        return "present"
+    named = {*concept.ids, *concept.codes}
+    if any(choices.get(name, set()) & evidence for name in named):
+        return "uncertain"
+    return "absent"
 
 
 def complaint(renderer: FirstPersonRenderer, case: Case) -> str:
