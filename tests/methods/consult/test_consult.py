@@ -249,6 +249,15 @@ def test_a_disease_listing_only_the_broader_finding_explains_it_less(packaged) -
     assert barking[rows["Croup"]] == pytest.approx(2 * barking[rows["Acute Bronchitis"]])  # lists "Cough"
 
 
+def test_a_body_part_before_the_cue_word_wins_over_the_cue_word_alone(packaged) -> None:
+    """The packaged knowledge names "swelling" itself: the construction that read the lips with it is the
+    more specific mention of the same words, and wins."""
+    extractor = packaged.consultant.extractors("en")
+    assert extractor.vocabulary.lookup("swelling") is not None
+    found = extractor.extract("My lips are swelling.").findings
+    assert [(f.concept, f.text) for f in found] == [("Swollen lip", "swelling")]
+
+
 def test_each_choice_a_ddxplus_question_names_answers_it(packaged) -> None:
     """ "Nasal congestion or a clear runny nose?" is answered yes by a runny nose: URTI, which lists that
     question, explains a runny nose as a disease listing a broader finding does (half its share), where

@@ -447,6 +447,8 @@ def test_lay_constructions_name_the_body_part(extractor: FindingExtractor) -> No
         "Chest pain": "present",
         "Dyspnea": "present",
     }
+    assert _statuses(extractor.extract("My lips are swelling.")) == {"Swollen lip": "present"}
+    assert _statuses(extractor.extract("Her tongue is swelling up.")) == {"Angioedema": "present"}
     # tightness or heaviness in the chest is chest pain of that character (DDXPlus: "tight", "heavy")
     assert _statuses(extractor.extract("I get a tight, heavy feeling in my chest when I walk uphill.")) == {
         "Chest pain": "present"

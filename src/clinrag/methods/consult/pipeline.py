@@ -195,7 +195,7 @@ class ConstructionsPipe:
         }
 
     def __call__(self, doc: Doc) -> Doc:
-        found = list(doc.spans[CANDIDATES])
+        found: list[Span] = []
         for sentence in doc.sents:
             words = [token.lower_ for token in sentence]
             for i, word in enumerate(words):
@@ -205,7 +205,9 @@ class ConstructionsPipe:
                     if word in self.rules.words(construction.cues):
                         found += self._body_finding(sentence, words, i, construction, resolved)
                 found += self._nearby(sentence, words, i)
-        doc.spans[CANDIDATES] = found
+        # first, so that of two mentions of one extent the construction's wins: it has read the body part
+        # named before its cue ("my lips are swelling" is a swollen lip, not a swelling)
+        doc.spans[CANDIDATES] = found + list(doc.spans[CANDIDATES])
         return doc
 
     def _body_finding(
