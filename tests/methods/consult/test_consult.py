@@ -249,6 +249,19 @@ def test_a_disease_listing_only_the_broader_finding_explains_it_less(packaged) -
     assert barking[rows["Croup"]] == pytest.approx(2 * barking[rows["Acute Bronchitis"]])  # lists "Cough"
 
 
+def test_a_disease_a_common_table_names_is_common_whichever_source_is_read_first(packaged) -> None:
+    """HPO is read before DDXPlus: myasthenia gravis, in both, takes a common disease's base rate as
+    pneumonia does (the disease table, read first, and DDXPlus)."""
+    model = packaged.consultant.differential.model
+    assert model.specs.index("packaged:hpo-diseases") < model.specs.index("packaged:ddxplus")
+    diseases = {d.name: d for d in model.diseases}
+    rates = dict(zip((d.name for d in model.diseases), model.base_rates(), strict=True))
+    for name in ("Myasthenia gravis", "Pneumonia"):
+        assert len(set(diseases[name].origins)) == 2 and not diseases[name].rare
+    assert rates["Myasthenia gravis"] == rates["Pneumonia"]
+    assert rates["Myasthenia gravis"] > 100 * rates["Marfan syndrome"]
+
+
 def test_a_body_part_before_the_cue_word_wins_over_the_cue_word_alone(packaged) -> None:
     """The packaged knowledge names "swelling" itself: the construction that read the lips with it is the
     more specific mention of the same words, and wins."""

@@ -448,6 +448,10 @@ def test_lay_constructions_name_the_body_part(extractor: FindingExtractor) -> No
         "Dyspnea": "present",
     }
     assert _statuses(extractor.extract("My lips are swelling.")) == {"Swollen lip": "present"}
+    # drooping eyelids are ptosis; one side of the face or mouth drooping a one-sided facial palsy
+    assert _statuses(extractor.extract("My eyelids droop by the evening.")) == {"Ptosis": "present"}
+    one_side = extractor.extract("One side of her mouth droops.")
+    assert _statuses(one_side) == {"Unilateral facial palsy": "present"}
     assert _statuses(extractor.extract("Her tongue is swelling up.")) == {"Angioedema": "present"}
     # tightness or heaviness in the chest is chest pain of that character (DDXPlus: "tight", "heavy")
     assert _statuses(extractor.extract("I get a tight, heavy feeling in my chest when I walk uphill.")) == {

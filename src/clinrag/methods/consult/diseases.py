@@ -30,7 +30,7 @@ from clinrag.graph.importers.registry import graph_source
 from clinrag.graph.schema import Relation
 
 RARE_SHARE = 0.05  # the rare diseases' share of the base rate (see the module docstring)
-FORMAT_VERSION = 11
+FORMAT_VERSION = 12
 _ICD10 = re.compile(r"ICD-10 ([A-TV-Z][0-9][0-9A-Z](?:\.[0-9A-Z]{1,4})?)")
 
 
@@ -208,3 +208,5 @@ def _join(present: Disease, other: Disease) -> None:
         present.severity = min(present.severity or other.severity, other.severity)
     present.icd10 = present.icd10 or other.icd10
     present.description = present.description or other.description
+    # a disease a table of common conditions names is common there, whichever source was read first
+    present.rare = present.rare and other.rare
