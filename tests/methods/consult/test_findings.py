@@ -394,6 +394,12 @@ def test_not_being_able_to_stop_affirms_what_follows(extractor: FindingExtractor
     assert _statuses(extractor.extract("I haven't been vomiting.")) == {"Vomiting": "absent"}
 
 
+def test_nearly_fainting_is_presyncope_not_fainting(extractor: FindingExtractor) -> None:
+    for text in ("I nearly fainted.", "I feel like I'm going to pass out.", "I felt faint at work."):
+        assert _statuses(extractor.extract(text)) == {"Presyncope": "present"}, text
+    assert _statuses(extractor.extract("I passed out.")) == {"Syncope": "present"}
+
+
 def test_normal_fine_or_gone_denies_the_finding_of_its_own_clause(extractor: FindingExtractor) -> None:
     assert _statuses(extractor.extract("My cough is fine now.")) == {"Cough": "absent"}
     assert _statuses(extractor.extract("The runny nose went away, but I have a cough.")) == {
