@@ -262,6 +262,17 @@ def test_a_disease_a_common_table_names_is_common_whichever_source_is_read_first
     assert rates["Myasthenia gravis"] > 100 * rates["Marfan syndrome"]
 
 
+def test_a_finding_two_reported_findings_share_supports_a_diagnosis_once(packaged) -> None:
+    """Croup's one "Cough" explains both "cough" and "barking cough", and the disease table's and DDXPlus's
+    words for the barking cough are one finding to a reader: each is named once."""
+    text = "My 3-year-old has a cough that sounds like a seal barking, with a runny nose."
+    differential = ask(packaged, text).details["differential"]
+    croup = next(d for d in differential if d["name"] == "Croup")
+    assert "barking cough" in croup["supporting"]
+    for diagnosis in differential:
+        assert len(diagnosis["supporting"]) == len(set(diagnosis["supporting"])), diagnosis
+
+
 def test_a_body_part_before_the_cue_word_wins_over_the_cue_word_alone(packaged) -> None:
     """The packaged knowledge names "swelling" itself: the construction that read the lips with it is the
     more specific mention of the same words, and wins."""

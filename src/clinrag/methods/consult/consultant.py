@@ -414,11 +414,13 @@ class Consultant:
         supporting, against, cited, mentioned = [], [], [], set()
         for concept, status in statuses.items():
             listed = self.differential.explained(concept, row)
-            if listed is None:
+            if listed is None or listed in mentioned:  # "cough" and "barking cough" explained by one "Cough"
                 continue
             mentioned.add(listed)
             if status != "uncertain":
-                (supporting if status == "present" else against).append(self._name(listed))
+                named = supporting if status == "present" else against
+                if (name := self._name(listed)) not in named:  # two sources' words for one finding
+                    named.append(name)
                 cited.append(self._fact(disease, Relation.HAS_SYMPTOM, listed, evidence))
         known = self.differential.vocabulary.known
         unreported = [
