@@ -292,6 +292,24 @@ def test_a_ddxplus_site_is_a_kind_of_the_hpo_finding_of_its_region(
     assert merged.lookup("belly pain") == abdominal_pain and "E_55_@_V_187" in abdominal_pain.codes
 
 
+def test_how_a_symptom_behaves_names_the_ddxplus_finding_beside_it(
+    ddxplus: Vocabulary, hpo: Vocabulary
+) -> None:
+    """Worse lying flat or better sitting up (DDXPlus E_217), brought on by effort (E_218): the cue word is
+    the mention, so the symptom keeps its own, however far back in its clause the worsening word is."""
+    extractor = FindingExtractor(hpo.merge(ddxplus))
+    text = "A sharp pain in the middle of my chest that's worse when I take a deep breath or lie flat."
+    found = {f.concept_id: f.status for f in extractor.extract(text).findings}
+    assert found["ddxplus:E_217"] == "present" and found["hpo:HP:0033771"] == "present"  # pleuritic too
+    sitting = extractor.extract("The pain gets better when I sit forward.").findings
+    assert "ddxplus:E_217" in {f.concept_id for f in sitting}
+    exertion = {f.concept_id for f in extractor.extract("I get chest tightness when I walk uphill.").findings}
+    assert "ddxplus:E_218" in exertion
+    # without a link word, effort is not what brings the symptom on ("I exercise regularly")
+    assert "ddxplus:E_218" not in {f.concept_id for f in extractor.extract("I exercise regularly.").findings}
+    assert "ddxplus:E_217" not in {f.concept_id for f in extractor.extract("I had to lie down.").findings}
+
+
 def test_the_site_table_names_real_ddxplus_sites_and_hpo_terms(ddxplus: Vocabulary) -> None:
     sites = {c.name for c in ddxplus.concepts}
     terms = hpo_terms()
@@ -394,6 +412,17 @@ def test_not_being_able_to_stop_affirms_what_follows(extractor: FindingExtractor
     assert _statuses(extractor.extract("I haven't been vomiting.")) == {"Vomiting": "absent"}
 
 
+def test_only_ends_a_denial(extractor: FindingExtractor) -> None:
+    """ "no X, only Y" denies X and states Y."""
+    text = "No cough or runny nose, and only a slight temperature."
+    assert _statuses(extractor.extract(text)) == {
+        "Cough": "absent",
+        "Rhinorrhea": "absent",
+        "Fever": "present",
+    }
+    assert _statuses(extractor.extract("I threw up twice.")) == {"Vomiting": "present"}
+
+
 def test_nearly_fainting_is_presyncope_not_fainting(extractor: FindingExtractor) -> None:
     for text in ("I nearly fainted.", "I feel like I'm going to pass out.", "I felt faint at work."):
         assert _statuses(extractor.extract(text)) == {"Presyncope": "present"}, text
@@ -445,6 +474,10 @@ def test_lay_constructions_name_the_body_part(extractor: FindingExtractor) -> No
     assert _statuses(extractor.extract("I'm coughing up some clear to yellowish phlegm.")) == {
         "Productive cough": "present"
     }
+    # a cough bringing up phlegm ten words on, within its clause; a green nose in another clause is not sputum
+    text = "I've had a cough for years that brings up loads of thick yellowish phlegm."
+    assert _statuses(extractor.extract(text)).get("Productive cough") == "present"
+    assert "Productive cough" not in _statuses(extractor.extract("I have a cough, and my snot is green."))
     # chest pain that breathing worsens is pleuritic, however far on in its clause the breath is named, and
     # not when another clause names it
     text = "A sharp pain in the middle of my chest that's worse when I take a deep breath."

@@ -255,11 +255,16 @@ class ConstructionsPipe:
         for rule, concept in zip(self.rules.nearby, self.resolved["nearby"], strict=True):
             if concept is None or words[i] not in self.rules.words(rule.cues):
                 continue
-            window = range(max(0, i - rule.before), min(len(words), i + rule.after + 1))
+            # ahead of the cue, the window ends with its clause ("a cough, and my nose runs green")
+            stop = min(len(words), i + rule.after + 1)
+            stop = next((k for k in range(i + 1, stop) if self._ends_clause(words, k)), stop)
+            window = range(max(0, i - rule.before), stop)
             near = [j for j in window if words[j] in self.rules.words(rule.words)]
             if rule.followed_by is not None:
                 then = self.rules.words(rule.followed_by)
                 near = [j for j in near if j + 1 < len(words) and words[j + 1] in then]
+            if near and rule.cue_only:
+                return [self._span(sentence, i, i + 1, concept)]
             if near:
                 return [self._span(sentence, min(i, near[0]), max(i, near[-1]) + 1, concept)]
         return []

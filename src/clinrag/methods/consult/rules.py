@@ -11,10 +11,11 @@ record shape per file (as medspaCy keeps `resources/en/context_rules.json`):
 - `word_sets.json`: `{"name", "words"}`: the word classes the constructions and clause rules use;
 - `constructions.json`: `{"cues", "parts", "default", "site", "refine"}`: a cue word near a body part names
   the part's finding ("pain … in my chest" → chest pain);
-- `nearby.json`: `{"cues", "before", "after", "words", "targets", "followed_by"}`: a cue word with a word of a
-  class within a window (followed by a word of the class `followed_by`, when given) names a finding
-  ("coughing up green phlegm" → productive cough; "a squeaky noise when breathing in" → stridor), the first
-  record matching wins;
+- `nearby.json`: `{"cues", "before", "after", "words", "targets", "followed_by", "cue_only"}`: a cue word
+  with a word of a class within a window (followed by a word of the class `followed_by`, when given; ahead
+  of the cue, within its clause) names a finding ("coughing up green phlegm" → productive cough; "a squeaky
+  noise when breathing in" → stridor), the first record matching wins; with `cue_only` the cue word alone
+  is the mention ("… worse when I take a deep breath or lie flat": the pain keeps its own);
 - `patterns.json`: `{"name", "pattern"}`: the regular expressions of age, sex, duration, onset and clauses;
 - `tables.json`: `{"table", "key", "value"}`: number words, units, plain words for slang, templates.
 
@@ -87,6 +88,9 @@ class Nearby:
     words: str
     targets: tuple[str, ...]
     followed_by: str | None = None  # a class the near word must be followed by ("breathing" + "in")
+    # the cue word alone is the mention: the rule names how another finding behaves ("… worse when I lie
+    # flat"), and that finding's own mention may hold the near word
+    cue_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -182,6 +186,7 @@ def _rules(language: str, raw: dict[str, Any], digest: str) -> LanguageRules:
             words=_known(r["words"], word_sets),
             targets=tuple(r["targets"]),
             followed_by=_known(r["followed_by"], word_sets) if r.get("followed_by") else None,
+            cue_only=bool(r.get("cue_only", False)),
         )
         for r in raw["nearby.json"]
     )
