@@ -310,6 +310,31 @@ def test_how_a_symptom_behaves_names_the_ddxplus_finding_beside_it(
     assert "ddxplus:E_217" not in {f.concept_id for f in extractor.extract("I had to lie down.").findings}
 
 
+def test_lay_words_for_a_lump_a_twisted_neck_rolling_eyes_and_a_flushed_face(
+    ddxplus: Vocabulary, hpo: Vocabulary
+) -> None:
+    """A lump is a mass where the knowledge names one (the groin: DDXPlus's groin swelling), never a
+    swelling by default; a twisted neck is torticollis, rolling eyes an oculogyric crisis, a tight jaw
+    trismus (DDXPlus E_192, E_180 and E_205 ask them); a face gone red is facial erythema (E_92); what gets
+    bigger when one coughs or lifts is DDXPlus's E_221."""
+    extractor = FindingExtractor(hpo.merge(ddxplus))
+
+    def found(text: str) -> dict[str, str]:
+        return {f.concept_id: f.status for f in extractor.extract(text).findings}
+
+    assert found("There's a soft lump in my right groin.") == {"ddxplus:E_152_@_V_16": "present"}
+    assert found("I have a lump.") == {}
+    assert found("His neck suddenly twisted to one side.") == {"hpo:HP:0000473": "present"}
+    assert found("His eyes keep rolling upwards.") == {"hpo:HP:0010553": "present"}
+    assert found("My jaw feels tight.") == {"hpo:HP:0000211": "present"}  # Trismus, DDXPlus's E_205 joined
+    assert found("My face went bright red.") == {"hpo:HP:0001041": "present"}  # Facial erythema
+    lump = found("The lump gets bigger when I cough or lift things.")
+    assert lump.get("ddxplus:E_221") == "present"
+    merged = hpo.merge(ddxplus)
+    assert "E_205" in merged.lookup("trismus").codes
+    assert "ddxplus:E_180" in merged.parents[merged.lookup("oculogyric crisis").id]
+
+
 def test_the_site_table_names_real_ddxplus_sites_and_hpo_terms(ddxplus: Vocabulary) -> None:
     sites = {c.name for c in ddxplus.concepts}
     terms = hpo_terms()
@@ -633,8 +658,9 @@ def test_meaning_raises_dev_recall_without_losing_precision(
 ) -> None:
     phrases = dev_scores(FindingExtractor(lay_vocabulary))
     meaning = dev_scores(by_meaning)
-    # (the phrase rules now read the breathing noises that meaning alone read before: the gap is a bit less)
-    assert meaning["all"]["recall"] >= phrases["all"]["recall"] + 0.19, (phrases, meaning)
+    # (the phrase rules now read the breathing noises and the lumps that meaning alone read before: the gap
+    # is a bit less)
+    assert meaning["all"]["recall"] >= phrases["all"]["recall"] + 0.17, (phrases, meaning)
     assert meaning["present"]["precision"] >= phrases["present"]["precision"] - 0.02, (phrases, meaning)
     assert meaning["all"]["precision"] >= 0.75, meaning
 
