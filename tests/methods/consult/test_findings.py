@@ -452,6 +452,25 @@ def test_a_measured_temperature_states_or_denies_a_fever(extractor: FindingExtra
     assert _statuses(extractor.extract("Maybe my temperature was 38.6.")) == {"Fever": "uncertain"}
 
 
+def test_lay_words_for_a_runny_nose_itchy_watery_eyes_a_scratchy_throat_and_sputum(
+    extractor: FindingExtractor,
+) -> None:
+    text = "My nose runs like a tap and my eyes are itchy and watery."
+    assert _statuses(extractor.extract(text)) == {
+        "Rhinorrhea": "present",
+        "Ocular pruritus": "present",
+        "Epiphora": "present",
+    }
+    assert _statuses(extractor.extract("I have a scratchy throat and feel run down.")) == {
+        "Pharyngalgia": "present",
+        "Malaise": "present",
+    }
+    sputum = extractor.extract("I'm bringing up thick green stuff.")
+    assert _statuses(sputum) == {"Productive cough": "present"}
+    # a number on the thermometer is a reading however the sentence names it
+    assert _statuses(extractor.extract("She's hot, 38.8 on the thermometer.")) == {"Fever": "present"}
+
+
 def test_only_ends_a_denial(extractor: FindingExtractor) -> None:
     """ "no X, only Y" denies X and states Y."""
     text = "No cough or runny nose, and only a slight temperature."
