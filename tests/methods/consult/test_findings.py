@@ -467,6 +467,14 @@ def test_lay_words_for_a_runny_nose_itchy_watery_eyes_a_scratchy_throat_and_sput
     }
     sputum = extractor.extract("I'm bringing up thick green stuff.")
     assert _statuses(sputum) == {"Productive cough": "present"}
+    assert _statuses(extractor.extract("I came down with a fever and I'm aching all over.")) == {
+        "Fever": "present",
+        "Myalgia": "present",
+    }
+    # a new subject ends a denial ("… and the rash isn't itchy": the rash is not denied)
+    text = "I have a rash on my back. I don't have a cough and the rash isn't itchy."
+    expected = {"Skin rash": "present", "Cough": "absent", "Pruritus": "absent"}
+    assert _statuses(extractor.extract(text)) == expected
     # a number on the thermometer is a reading however the sentence names it
     assert _statuses(extractor.extract("She's hot, 38.8 on the thermometer.")) == {"Fever": "present"}
 
