@@ -19,6 +19,7 @@ from clinrag.graph.importers.ddxplus_findings import (
     question_phrases,
     site_terms,
 )
+from clinrag.graph.importers.faker import symptom_terms
 from clinrag.methods.consult.consultant import asked_name, display_name
 from clinrag.methods.consult.findings import FindingExtractor, Findings
 from clinrag.methods.consult.vocabulary import Vocabulary
@@ -375,13 +376,44 @@ def test_a_ddxplus_evidence_is_or_is_a_kind_of_the_hpo_finding_its_table_names(
     assert merged.by_code("E_53").id in merged.lookup("ear pain").parents
 
 
+def test_the_faker_symptom_table_names_real_symptoms_and_hpo_terms() -> None:
+    english = {s for entry in DISEASE_CORRELATIONS.values() for s in entry.get("symptoms") or []}
+    terms = hpo_terms()
+    rows = symptom_terms()
+    assert len(rows) > 100
+    for symptom, row in rows.items():
+        assert symptom in english, row
+        linked = [row] if row["hpo"] is not None else []
+        assert linked or (row["kinds"] and not row["same"]), row  # a broader name has kinds at least
+        for term in [*linked, *row["kinds"]]:
+            assert terms[term["hpo"]].name == term["label"] and not terms[term["hpo"]].obsolete, row
+
+
+def test_a_faker_symptom_is_or_is_a_kind_of_the_hpo_finding_its_table_names(hpo: Vocabulary) -> None:
+    names = sorted({s for entry in DISEASE_CORRELATIONS.values() for s in entry.get("symptoms") or []})
+    merged = hpo.merge(Vocabulary.of_source("packaged:faker-diseases", names))
+    # the same finding: HPO's concept, which the table's name now reaches
+    assert merged.lookup("coughing blood") == merged.lookup("hemoptysis")
+    assert merged.lookup("swelling in legs") == merged.lookup("pedal edema")
+    # a kind of it
+    assert merged.lookup("headache").id in merged.lookup("morning headaches").parents
+    # a name broader than any HPO finding has HPO's findings as its kinds: a disease listing "Swelling"
+    # explains swollen legs or joints
+    swelling = merged.lookup("swelling")
+    assert swelling.id.startswith("symptom:")
+    assert swelling.id in merged.lookup("pedal edema").parents
+    assert swelling.id in merged.lookup("joint swelling").parents
+    # a name the table does not link stays the table's own
+    assert merged.lookup("weak stream").id == "symptom:weak stream"
+
+
 def test_a_plain_name_is_a_kind_of_what_its_head_names(hpo: Vocabulary) -> None:
     names = Vocabulary.of_source(
-        "packaged:faker-diseases", ["Swelling", "Swelling in Legs", "Barking Cough", "Runny Nose"]
+        "packaged:faker-diseases", ["Swelling", "Swelling of Toes", "Barking Cough", "Runny Nose"]
     )
     vocabulary = hpo.merge(names).with_head_parents()
     swelling = vocabulary.lookup("swelling")
-    assert vocabulary.lookup("swelling in legs").parents == (swelling.id,)
+    assert vocabulary.lookup("swelling of toes").parents == (swelling.id,)
     assert vocabulary.lookup("barking cough").parents == (vocabulary.lookup("cough").id,)
     assert vocabulary.lookup("runny nose").parents == hpo.lookup("rhinorrhea").parents  # HPO's, kept
 
@@ -391,7 +423,8 @@ def test_merge_joins_a_plain_name_to_the_hpo_concept(hpo: Vocabulary) -> None:
     fever = merged.lookup("fever")
     assert fever.id == "hpo:HP:0001945" and "symptom:fever" in fever.ids
     assert merged.lookup("feeling blue").id == "symptom:feeling blue"
-    assert len(merged) == len(hpo) + 1
+    # one concept more than the source's linked table alone: "fever" is joined, "feeling blue" is new
+    assert len(merged) == len(hpo.merge(Vocabulary.of_source("packaged:faker-diseases"))) + 1
 
 
 def test_merge_of_ddxplus_and_hpo_keeps_the_question_as_name(ddxplus: Vocabulary, hpo: Vocabulary) -> None:
@@ -664,7 +697,7 @@ def test_dev_set_is_first_person_lay_text_across_organ_systems() -> None:
 def test_a_lay_clause_is_understood_by_meaning(by_meaning: FindingExtractor) -> None:
     burns = by_meaning.extract("Passing urine is painful.").findings
     assert [(f.concept, f.status, f.text) for f in burns] == [
-        ("Painful Urination", "present", "Passing urine is painful")
+        ("Dysuria", "present", "Passing urine is painful")  # the disease table's "Painful Urination"
     ]
     hedged = by_meaning.extract("I think my nose is blocked up.")
     assert _statuses(hedged) == {"Nasal congestion": "uncertain"}

@@ -4,17 +4,32 @@ aligned row by row, each with an ICD-10 code, symptoms, medications and a medica
 Mapped: symptoms → HAS_SYMPTOM, medications → RECOMMEND_DRUG. The specialty (a department) fits no label of
 the schema: it is counted as skipped and written into the description, with the ICD-10 title and the
 disease's names in the other languages (the row's names, when the rows carry the same ICD-10 code).
+
+The English table's symptom names that are not HPO's own names are linked to HPO where
+`data/faker_symptoms_hpo.jsonl` says: the HPO finding a name is ("Coughing Blood" is Hemoptysis), or the one
+it is a kind of ("Morning Headaches" of Headache), so a patient's words and the other sources' diseases reach
+the same finding.
 """
 
 from __future__ import annotations
 
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
+
+import srsly
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.graph.importers.ddxplus import icd10_description
-from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, SourceTraits, clean_name
+from clinrag.graph.importers.records import (
+    DiseaseRecord,
+    FindingTerm,
+    SourceRecords,
+    SourceTraits,
+    clean_name,
+)
 from clinrag.graph.importers.registry import GraphSource, register
+from clinrag.graph.matching import normalize
 from clinrag.graph.schema import Relation
 
 LANGUAGES = ("en", "fr", "zh")
@@ -22,6 +37,8 @@ SPECIALTY = "medical specialties (departments): no label in the schema; kept in 
 NO_NAME = "diseases without a name"
 NO_RELATION = "diseases without symptoms or medications"
 _LANGUAGE_NAMES = {"en": "English", "fr": "French", "zh": "Chinese"}
+# an English symptom name → the HPO finding it is or is a kind of: {"symptom", "hpo", "label", "same"}
+SYMPTOM_TERMS = Path(__file__).parent / "data" / "faker_symptoms_hpo.jsonl"
 
 
 def source_name(language: str) -> str:
@@ -80,6 +97,31 @@ def faker_names_in(language: str) -> dict[str, tuple[str, ...]]:
     return names
 
 
+def symptom_terms(path: Path = SYMPTOM_TERMS) -> dict[str, dict[str, Any]]:
+    """English symptom name → its HPO finding: {"hpo": "HP:0002105", "label": "Hemoptysis", "same": bool,
+    "kinds": [{"hpo", "label"}, …]}; "hpo" is null for a name broader than any HPO finding ("Swelling"),
+    whose kinds are HPO findings (Edema, Joint swelling)."""
+    return {row["symptom"]: row for row in srsly.read_jsonl(path)}
+
+
+def faker_findings(_: str = "") -> list[FindingTerm]:
+    """The English table's symptoms that `data/faker_symptoms_hpo.jsonl` links to HPO, each with the id and
+    name its plain symptom name has in the vocabulary: named by the HPO label too when it is that finding
+    (the vocabulary then joins the two), else a kind of the HPO finding (named by its HPO id, which the
+    vocabulary resolves), and with the HPO findings that are kinds of it. The table's other symptoms stay
+    plain names."""
+    return [
+        FindingTerm(
+            f"symptom:{normalize(symptom)}",
+            symptom,
+            synonyms=(link["label"],) if link["same"] else (),
+            parents=(link["hpo"],) if link["hpo"] and not link["same"] else (),
+            kinds=tuple(kind["hpo"] for kind in link["kinds"]),
+        )
+        for symptom, link in symptom_terms().items()
+    ]
+
+
 def _description(row: int, entry: dict[str, Any], others: dict[str, list[tuple[str, Any]]]) -> str | None:
     code = str(entry.get("icd10") or "")
     parts = [icd10_description(code)]
@@ -105,6 +147,7 @@ for _language in LANGUAGES:
                 salience_ordered=True,
                 title="the disease table of the faker-healthcare-provider package (made for test data)",
             ),
+            findings=faker_findings if _language == "en" else None,
             names_in=faker_names_in if _language == "en" else None,
         )
     )

@@ -214,12 +214,12 @@ class Vocabulary:
     @classmethod
     def of_source(cls, spec: str, names: Iterable[str] = ()) -> Vocabulary:
         """The findings of one graph source (as `clinrag graph build -s` names it): those it names in its own
-        vocabulary, else `names` (its diseases' symptom names), with the traits it declares."""
+        vocabulary (with what each is in HPO), and `names` (its diseases' symptom names), with the traits it
+        declares."""
         source = graph_source(spec)
         terms = source_findings(spec)
-        if terms:
-            return cls.from_terms(terms, spec, source.traits)
-        return cls.from_names(names, spec, source.traits)
+        named = cls.from_names(names, spec, source.traits)
+        return cls.from_terms(terms, spec, source.traits).merge(named) if terms else named
 
     @classmethod
     def from_terms(cls, terms: Iterable[FindingTerm], source: str, traits: SourceTraits) -> Vocabulary:
