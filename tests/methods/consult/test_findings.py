@@ -512,6 +512,16 @@ def test_lay_words_for_a_runny_nose_itchy_watery_eyes_a_scratchy_throat_and_sput
     assert _statuses(extractor.extract("She's hot, 38.8 on the thermometer.")) == {"Fever": "present"}
 
 
+def test_lay_words_for_heart_failure_drinking_and_erythema_nodosum(extractor: FindingExtractor) -> None:
+    text = "I've needed extra pillows to sleep. I have a weak heart."
+    expected = {"Orthopnea": "present", "Congestive heart failure": "present"}
+    assert _statuses(extractor.extract(text)) == expected
+    drinking = extractor.extract("I was drinking heavily last night.")
+    assert _statuses(drinking) == {"Problematic alcohol consumption": "present"}
+    shins = extractor.extract("I have tender red lumps on my shins.")
+    assert _statuses(shins) == {"Erythema nodosum": "present"}
+
+
 def test_only_ends_a_denial(extractor: FindingExtractor) -> None:
     """ "no X, only Y" denies X and states Y."""
     text = "No cough or runny nose, and only a slight temperature."
