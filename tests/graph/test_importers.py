@@ -16,7 +16,7 @@ import pytest
 from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.graph.falkordb_store import FalkorDBStore
 from clinrag.graph.importers import SOURCE_FORMS, load_sources, read_source
-from clinrag.graph.importers.ddxplus import ANTECEDENTS, ATTRIBUTES, read_ddxplus
+from clinrag.graph.importers.ddxplus import ANTECEDENTS, ATTRIBUTES, CONDITION_SITES, read_ddxplus
 from clinrag.graph.importers.faker import SPECIALTY, read_faker_diseases
 from clinrag.graph.importers.hpo import NOT_PHENOTYPE, read_hpo_diseases, same_disease_key
 from clinrag.graph.importers.loader import NameRegistry, canonical_records, write_batch
@@ -72,6 +72,9 @@ def test_ddxplus_import_matches_the_release_files(graph, ddx_json, data_dir, tmp
         evidences[code]["data_type"] != "B" for c in conditions.values() for code in c["symptoms"]
     )
     assert len(conditions) == 49 and len(pairs) == 334 and antecedents == 283 and attributes == 271
+    # and the sites of each condition's pain or swelling, from the packaged clinical table
+    sites = [json.loads(line) for line in CONDITION_SITES.read_text(encoding="utf-8").splitlines()]
+    pairs |= {(row["condition"], f"{site} {row['kind']}") for row in sites for site in row["sites"]}
 
     report = load_sources(
         graph,

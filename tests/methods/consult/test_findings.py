@@ -13,6 +13,7 @@ from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
+from clinrag.graph.importers.ddxplus import CONDITION_SITES, read_ddxplus
 from clinrag.graph.importers.ddxplus_findings import (
     evidence_terms,
     first_person,
@@ -20,6 +21,7 @@ from clinrag.graph.importers.ddxplus_findings import (
     site_terms,
 )
 from clinrag.graph.importers.faker import symptom_terms
+from clinrag.graph.schema import Relation
 from clinrag.methods.consult.consultant import asked_name, display_name
 from clinrag.methods.consult.findings import FindingExtractor, Findings
 from clinrag.methods.consult.vocabulary import Vocabulary
@@ -355,6 +357,23 @@ def test_the_evidence_table_names_real_ddxplus_questions_and_hpo_terms(data_dir:
         for kind in row["kinds"]:
             assert terms[kind["hpo"]].name == kind["label"] and not terms[kind["hpo"]].obsolete, row
     assert sum(bool(row["kinds"]) for row in rows.values()) >= 10
+
+
+def test_the_condition_site_table_names_real_conditions_and_sites(
+    data_dir: Path, ddxplus: Vocabulary
+) -> None:
+    """Each row names a DDXPlus condition that asks where its pain or swelling is, and sites its findings
+    have; the importer lists each site finding as a symptom of the condition."""
+    release = json.loads((data_dir / "ddxplus" / "release_conditions.json").read_text(encoding="utf-8"))
+    by_name = {condition["cond-name-eng"]: condition for condition in release.values()}
+    asks = {"pain": "E_55", "swelling": "E_152"}
+    rows = [json.loads(line) for line in CONDITION_SITES.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) >= 25
+    for row in rows:
+        assert asks[row["kind"]] in by_name[row["condition"]]["symptoms"] and row["source"], row
+        assert row["sites"] and all(ddxplus.lookup(f"{site} {row['kind']}") for site in row["sites"]), row
+    otitis = next(r for r in read_ddxplus(data_dir / "ddxplus").records if r.name == "Acute otitis media")
+    assert "ear pain" in otitis.relations[Relation.HAS_SYMPTOM]
 
 
 def test_a_ddxplus_evidence_is_or_is_a_kind_of_the_hpo_finding_its_table_names(

@@ -11,6 +11,10 @@ Choices, all deterministic:
 - antecedents (risk factors and history: smoking, travel, family history) are skipped and counted: the
   schema has no risk-factor label, and calling them symptoms would let "Do you smoke cigarettes?" rank
   diseases as if it were a finding of the disease;
+- where a condition's pain or swelling is: the release lists only "Where is the pain/swelling located?" for
+  it, whatever the condition, so `data/ddxplus_condition_sites.jsonl` (clinical knowledge, a source on each
+  line) names the sites where it typically is, each then a symptom of the condition ("ear pain" of acute
+  otitis media), named as the site findings of `ddxplus_findings` are;
 - Disease.description: the ICD-10 code DDXPlus gives with its ICD-10-CM title (`simple-icd-10-cm`), and the
   French name. The code is DDXPlus's own, including its errors (SLE is given M34, systemic sclerosis).
 """
@@ -24,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import simple_icd_10_cm as cm
+import srsly
 
 from clinrag.core.errors import DataFormatError
-from clinrag.graph.importers.ddxplus_findings import ddxplus_findings
+from clinrag.graph.importers.ddxplus_findings import SITE_FINDINGS, ddxplus_findings
 from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, SourceTraits, clean_name
 from clinrag.graph.importers.registry import PATH, GraphSource, register
 from clinrag.graph.schema import Relation
@@ -34,6 +39,8 @@ from clinrag.graph.schema import Relation
 NAME = "ddxplus"
 PACKAGED = Path(__file__).parent / "data" / "ddxplus"  # the two tables, shipped with their notice (CC-BY 4.0)
 CONDITIONS = "release_conditions.json"
+# condition → the body sites of its pain or swelling: {"condition", "kind", "sites", "source"}
+CONDITION_SITES = Path(__file__).parent / "data" / "ddxplus_condition_sites.jsonl"
 EVIDENCES = "release_evidences.json"
 _CODE = re.compile(r"[A-Z]\d{2}(?:\.\d+)?")
 ANTECEDENTS = "antecedents (risk factors, history): the schema has no risk-factor label"
@@ -75,7 +82,7 @@ def read_ddxplus(path: str | Path, *, limit: int | None = None) -> SourceRecords
     """The DDXPlus pathologies of a release folder (or of its `release_conditions.json`) as records."""
     conditions_path, evidences_path = _files(Path(path))
     digest = hashlib.sha256()
-    for file in (conditions_path, evidences_path):
+    for file in (conditions_path, evidences_path, CONDITION_SITES):
         digest.update(file.read_bytes())
     result = SourceRecords(NAME, f"{NAME}:{path}", f"{digest.hexdigest()[:16]}:limit={limit}")
     result.notes += [
@@ -83,6 +90,7 @@ def read_ddxplus(path: str | Path, *, limit: int | None = None) -> SourceRecords
         "antecedents skipped (no risk-factor label in the schema)",
     ]
     conditions, evidences = _load(conditions_path), _load(evidences_path)
+    sites = condition_sites()
     for key, condition in conditions.items():
         if limit is not None and result.read >= limit:
             break
@@ -102,8 +110,21 @@ def read_ddxplus(path: str | Path, *, limit: int | None = None) -> SourceRecords
                 result.skips.add(ATTRIBUTES, f"{key}:{code}")
             else:
                 record.add(Relation.HAS_SYMPTOM, question, result.skips)
+        for site_finding in sites.get(name, ()):
+            record.add(Relation.HAS_SYMPTOM, site_finding, result.skips)
         result.keep(record, NO_SYMPTOM)
     return result
+
+
+def condition_sites(path: Path = CONDITION_SITES) -> dict[str, list[str]]:
+    """Condition name → the site findings of its pain and swelling ("ear pain"), as `ddxplus_findings` names
+    a site finding ("{site} pain")."""
+    templates = {kind: template for _, template, kind in SITE_FINDINGS.values()}
+    found: dict[str, list[str]] = {}
+    for row in srsly.read_jsonl(path):
+        template = templates[row["kind"]]
+        found.setdefault(row["condition"], []).extend(template.format(site=site) for site in row["sites"])
+    return found
 
 
 def _severity(condition: dict[str, Any]) -> int | None:
