@@ -541,6 +541,14 @@ def test_lay_words_for_heart_failure_drinking_and_erythema_nodosum(extractor: Fi
     assert _statuses(shins) == {"Erythema nodosum": "present"}
 
 
+def test_a_denial_for_the_moment_leaves_the_finding_open(extractor: FindingExtractor) -> None:
+    """ "I don't have the pain right now" says the pain comes and goes, not that there is none."""
+    found = extractor.extract("I don't have any chest pain right now.").findings
+    assert [(f.concept, f.status) for f in found] == [("Chest pain", "uncertain")]
+    assert _statuses(extractor.extract("Right now I don't have a headache.")) == {"Headache": "uncertain"}
+    assert _statuses(extractor.extract("I don't have a headache.")) == {"Headache": "absent"}
+
+
 def test_only_ends_a_denial(extractor: FindingExtractor) -> None:
     """ "no X, only Y" denies X and states Y."""
     text = "No cough or runny nose, and only a slight temperature."

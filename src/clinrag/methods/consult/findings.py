@@ -133,8 +133,13 @@ class FindingExtractor:
         back over the whole sentence)."""
         if span._.hedged:
             return "uncertain"
-        after = self.rules.pattern("clause_split").split(span.doc.text[span.end_char :], maxsplit=1)[0]
+        split = self.rules.pattern("clause_split")
+        after = split.split(span.doc.text[span.end_char :], maxsplit=1)[0]
         denied = span._.negex or span._.reading == "absent" or self.rules.pattern("resolved").search(after)
+        # denied only for the moment ("I don't have the pain right now"): a symptom that comes and goes
+        clause = split.split(span.doc.text[: span.start_char])[-1] + span.text + after
+        if span._.negex and self.rules.pattern("momentary").search(clause):
+            return "uncertain"
         return "absent" if denied else "present"
 
     def _meant(self, meant: Meant) -> Finding:
