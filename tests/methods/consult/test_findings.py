@@ -629,6 +629,9 @@ def test_lay_constructions_name_the_body_part(extractor: FindingExtractor) -> No
     one_side = extractor.extract("One side of her mouth droops.")
     assert _statuses(one_side) == {"Unilateral facial palsy": "present"}
     assert _statuses(extractor.extract("Her tongue is swelling up.")) == {"Angioedema": "present"}
+    # a part just before its cue is one compound with it: chest tightness is chest pain of that character
+    found = extractor.extract("I've had chest tightness when I exert myself.").findings
+    assert [(f.concept, f.text) for f in found] == [("Chest pain", "chest tightness")]
     # tightness or heaviness in the chest is chest pain of that character (DDXPlus: "tight", "heavy")
     assert _statuses(extractor.extract("I get a tight, heavy feeling in my chest when I walk uphill.")) == {
         "Chest pain": "present"

@@ -229,8 +229,9 @@ class ConstructionsPipe:
             return [self._span(sentence, i, i + 1, default)] if default else []
         concept = parts[words[j]]
         # The cue starts the mention: a part named before it may carry two findings ("my calf is swollen and
-        # it hurts"), and a denial between them is then before the mention ("my chest doesn't hurt").
-        start, end = i, max(i, j) + 1
+        # it hurts"), and a denial between them is then before the mention ("my chest doesn't hurt"); but a
+        # part just before its cue is one compound with it ("chest tightness", "ear ache"), read as one.
+        start, end = (j if j == i - 1 else i), max(i, j) + 1
         for refinement, refined in zip(construction.refine, resolved["refine"], strict=True):
             if refinement.part != words[j] or refined is None:
                 continue
