@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from clinrag.app.cli import app
 from clinrag.graph.falkordb_server import FalkorDBServer
+from clinrag.graph.importers.ddxplus import CONDITION_SITES
 from clinrag.graph.matching import normalize
 from tests.app.test_cli import _assert_clean_failure, invoke_cli
 
@@ -46,6 +47,11 @@ def expected(ddx_folder: Path) -> dict[str, dict[str, set[str]]]:
         for code in condition["symptoms"]:
             if evidences[code]["data_type"] == "B":
                 entry["HAS_SYMPTOM"].add(normalize(evidences[code]["question_en"]))
+    # and the sites of each condition's pain or swelling, from the packaged clinical table
+    for line in CONDITION_SITES.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        sites = graph[normalize(row["condition"])]["HAS_SYMPTOM"]
+        sites |= {normalize(f"{site} {row['kind']}") for site in row["sites"]}
     for name, row in DISEASE_CORRELATIONS.items():
         entry = graph.setdefault(normalize(name), {"HAS_SYMPTOM": set()})
         entry["HAS_SYMPTOM"] |= {normalize(s) for s in row["symptoms"]}
