@@ -145,6 +145,17 @@ def test_a_red_flag_escalates_at_once(consultant: Consultant) -> None:
     assert all(titles.get(e) for e in after.red_flags[0].evidence if e.startswith("clinical:"))
 
 
+def test_a_stiff_neck_with_fever_is_an_emergency(consultant: Consultant) -> None:
+    """A stiff neck in a patient's words is HPO's Stiff neck, not Nuchal rigidity: with a fever it is the
+    meningitis red flag all the same; without one it is not."""
+    state = consultant.start("I have a high fever, a bad headache and my neck is stiff.")
+    report, _ = consultant.report(state)
+    assert report.urgency == "emergency"
+    assert [flag.finding for flag in report.red_flags] == ["stiff neck"]
+    calm, _ = consultant.report(consultant.start("My neck is stiff after sleeping awkwardly."))
+    assert not calm.red_flags
+
+
 def test_a_childs_red_flag_holds_at_an_unknown_age_unless_the_patient_writes(consultant: Consultant) -> None:
     """Fever in an infant under 3 months is an emergency. An account of a baby of no stated age keeps the
     flag (the safe side); someone telling of their own fever is no infant; a stated age decides."""
