@@ -136,10 +136,10 @@ class FindingExtractor:
         split = self.rules.pattern("clause_split")
         after = split.split(span.doc.text[span.end_char :], maxsplit=1)[0]
         denied = span._.negex or span._.reading == "absent" or self.rules.pattern("resolved").search(after)
-        # denied only for the moment ("I don't have the pain right now"): a symptom that comes and goes
-        clause = split.split(span.doc.text[: span.start_char])[-1] + span.text + after
-        if span._.negex and self.rules.pattern("momentary").search(clause):
-            return "uncertain"
+        if span._.negex:  # denied only for the moment ("I don't have the pain right now"): it comes and goes
+            before = split.split(span.doc.text[span.sent.start_char : span.start_char])[-1]
+            if self.rules.pattern("momentary").search(before + span.text + after):
+                return "uncertain"
         return "absent" if denied else "present"
 
     def _meant(self, meant: Meant) -> Finding:

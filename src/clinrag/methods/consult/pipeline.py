@@ -221,7 +221,7 @@ class ConstructionsPipe:
         low, high = max(0, i - LAY_WINDOW), min(len(words), i + LAY_WINDOW + 1)
         # a part after the cue belongs to it only within its clause ("it doesn't hurt and my eyes aren't
         # red"); one before may be across ("my knee is swollen and it hurts")
-        ahead = next((k for k in range(i + 1, high) if self._ends_clause(words, k)), high)
+        ahead = self._clause_end(words, i + 1, high)
         nearby = [j for j in range(low, ahead) if words[j] in parts and j != i]
         j = self._part_of(words, min(nearby, key=lambda k: abs(k - i)), parts) if nearby else None
         if j is None:
@@ -241,8 +241,7 @@ class ConstructionsPipe:
                     concept = refined
             elif refinement.after is not None:  # within its clause: "… and I can't breathe" is another
                 after = self.rules.words(refinement.after)
-                stop = min(len(words), end + refinement.within)
-                stop = next((k for k in range(end, stop) if self._ends_clause(words, k)), stop)
+                stop = self._clause_end(words, end, min(len(words), end + refinement.within))
                 hits = [k for k in range(end, stop) if words[k] in after]
                 if hits:
                     concept = refined
@@ -261,8 +260,7 @@ class ConstructionsPipe:
             if concept is None or words[i] not in self.rules.words(rule.cues):
                 continue
             # ahead of the cue, the window ends with its clause ("a cough, and my nose runs green")
-            stop = min(len(words), i + rule.after + 1)
-            stop = next((k for k in range(i + 1, stop) if self._ends_clause(words, k)), stop)
+            stop = self._clause_end(words, i + 1, min(len(words), i + rule.after + 1))
             window = range(max(0, i - rule.before), stop)
             near = [j for j in window if words[j] in self.rules.words(rule.words)]
             if rule.followed_by is not None:
@@ -273,6 +271,10 @@ class ConstructionsPipe:
             if near:
                 return [self._span(sentence, min(i, near[0]), max(i, near[-1]) + 1, concept)]
         return []
+
+    def _clause_end(self, words: list[str], start: int, stop: int) -> int:
+        """The first word from `start` that ends a clause, or `stop` when none does before it."""
+        return next((k for k in range(start, stop) if self._ends_clause(words, k)), stop)
 
     def _ends_clause(self, words: list[str], k: int) -> bool:
         """Whether `words[k]` ends a clause: punctuation or a conjunction, but not one between sides ("my
