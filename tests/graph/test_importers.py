@@ -96,6 +96,17 @@ def test_ddxplus_import_matches_the_release_files(graph, ddx_json, data_dir, tmp
     assert edges(graph) == sorted(("Disease", d, "HAS_SYMPTOM", "Symptom", s) for d, s in pairs)
     [row] = graph.query("MATCH (d:Disease {name: 'Spontaneous pneumothorax'}) RETURN d.description AS d")
     assert row["d"] == "ICD-10 J93: Pneumothorax and air leak. French: Pneumothorax spontané."
+    # the yes/no antecedents, no graph edges, are the records' risk factors (travel, multi-choice, is not)
+    risk_factors = {
+        (c["cond-name-eng"], question[code])
+        for c in conditions.values()
+        for code in c["antecedents"]
+        if evidences[code]["data_type"] == "B"
+    }
+    records = read_source(f"ddxplus:{data_dir / 'ddxplus'}").records
+    assert {(r.name, factor) for r in records for factor in r.risk_factors} == risk_factors
+    boerhaave = next(r for r in records if r.name == "Boerhaave")
+    assert boerhaave.risk_factors == [question["E_78"]]  # heavy drinking; not E_204, travel abroad
 
 
 def test_an_interrupted_import_resumes_to_the_same_graph(store, data_dir, tmp_path) -> None:

@@ -5,6 +5,7 @@ steps, abstention, evidence that resolves, leave-case-out experience, the intera
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
+from clinrag.graph.importers.ddxplus import PACKAGED as DDXPLUS_PACKAGED
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
 from clinrag.knowledge.tagging import EmbeddingTagger
 from clinrag.methods.base import MethodContext
@@ -353,6 +355,37 @@ def test_a_disease_named_in_two_sources_cites_each_finding_to_the_source_that_li
         title = fact.provenance["title"]
         assert ("DDXPlus" in title) == (fact.source == "graph:ddxplus"), fact
         assert "?" not in fact.text, fact.text
+
+
+def test_a_risk_factor_the_patient_gives_supports_the_diseases_it_favours_cited_to_its_source(
+    packaged,
+) -> None:
+    """Heavy drinking is a DDXPlus risk factor of Boerhaave's syndrome (an antecedent, not a symptom): said,
+    it raises Boerhaave against a disease of the same symptoms DDXPlus names no such risk factor for, and is
+    cited to the DDXPlus table; denied, it counts against it."""
+    text = "I threw up really hard several times and now I have a terrible pain in the middle of my chest."
+    without = {d["name"]: d for d in ask(packaged, text).details["differential"]}
+    answer = ask(packaged, text + " I have been drinking heavily.")
+    differential = {d["name"]: d for d in answer.details["differential"]}
+    boerhaave = differential["Boerhaave"]
+    assert "problematic alcohol consumption" in boerhaave["supporting"]
+
+    def odds(p: float) -> float:
+        return p / (1 - p)
+
+    assert odds(boerhaave["probability"]) > 2 * odds(without["Boerhaave"]["probability"])
+    [fact] = [e for e in answer.evidence if e.id == "graph:Boerhaave|risk factor|" + boerhaave_e78()]
+    assert fact.source == "graph:ddxplus" and "DDXPlus" in fact.provenance["title"]
+    assert fact.text == "Boerhaave has risk factor problematic alcohol consumption"
+    denied = {d["name"]: d for d in ask(packaged, text + " I don't drink heavily.").details["differential"]}
+    assert denied["Boerhaave"]["against"] == ["problematic alcohol consumption"]
+    assert denied["Boerhaave"]["probability"] < without["Boerhaave"]["probability"]
+
+
+def boerhaave_e78() -> str:
+    """DDXPlus's question for heavy drinking (E_78), as the packaged release words it."""
+    evidences = json.loads((DDXPLUS_PACKAGED / "release_evidences.json").read_text(encoding="utf-8"))
+    return " ".join(evidences["E_78"]["question_en"].split())
 
 
 def test_the_one_an_account_is_about_has_the_findings_its_first_sentence_gives_them(packaged) -> None:

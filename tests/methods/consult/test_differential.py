@@ -240,6 +240,31 @@ def test_a_finding_no_plain_list_names_takes_its_background_leak_in_them_too_at_
     assert unlisted and fever[unlisted] == pytest.approx(leak)  # the plain lists name fever: a gap is `leak`
 
 
+def test_a_risk_factor_moves_only_the_diseases_whose_knowledge_names_risk_factors() -> None:
+    """Smoking: 0.67 in a disease whose source names it a risk factor, the 0.1 background in one whose source
+    names risk factors but not it, and their mean in one whose source names none (so it neither helps nor
+    harms what is not known); a symptom the source lists keeps its own likelihood."""
+    checklist = SourceTraits(lay=True, askable=True, risk_factors=True, listed_share=0.68)
+    diseases = [
+        Disease("COPD", "checklist", "1", symptoms=["Cough"], risk_factors=["Smoking"]),
+        Disease("Asthma", "checklist", "2", symptoms=["Cough", "Wheezing"], risk_factors=["Allergy"]),
+        Disease("Croup", "checklist", "3", symptoms=["Cough"]),
+        Disease("Bronchitis", "table", "4", symptoms=["Cough", "Fever"]),
+        Disease("Smoker's plaque", "table", "5", symptoms=["Smoking"]),  # a plain list naming it a symptom
+    ]
+    model = DiseaseModel(["checklist", "table"], diseases, {"checklist": checklist, "table": TRAITS})
+    vocabulary = Vocabulary.from_names(["Cough", "Wheezing", "Fever", "Smoking", "Allergy"], "table", TRAITS)
+    differential = Differential(model, vocabulary, settings=LikelihoodSettings(risk_share=0.67))
+    smoking, cough = (vocabulary.lookup(name).id for name in ("smoking", "cough"))
+    unknown = (0.67 + 0.1 + 0.1) / 3
+    assert differential.likelihood(smoking).tolist() == pytest.approx([0.67, 0.1, 0.1, unknown, 0.8])
+    assert differential.likelihood(cough).tolist() == pytest.approx([0.68, 0.68, 0.68, 0.8, 0.02])
+    assert differential.risk_factor(smoking, 0) == "Smoking"
+    assert differential.risk_factor(smoking, 1) is None and differential.risk_factor(cough, 0) is None
+    # a risk factor goes unsaid without counting against anyone (only listed symptoms do)
+    assert not differential._counted(vocabulary.lookup("allergy").id)
+
+
 def test_an_onset_at_other_ages_than_a_diseases_weighs_onset_mismatch() -> None:
     differential = _differential(LikelihoodSettings(onset_mismatch=0.2), annotated=True)
     rows = {disease.name: row for row, disease in enumerate(differential.model.diseases)}

@@ -541,6 +541,21 @@ def test_lay_words_for_heart_failure_drinking_and_erythema_nodosum(extractor: Fi
     assert _statuses(shins) == {"Erythema nodosum": "present"}
 
 
+def test_lay_words_for_smoking_past_smoking_and_being_overweight(
+    hpo: Vocabulary, ddxplus: Vocabulary
+) -> None:
+    """DDXPlus's risk factors in a patient's words: smoking now, having smoked, and being overweight (not
+    putting on weight, a symptom)."""
+    extractor = FindingExtractor(hpo.merge(ddxplus))
+    smoker = "I've smoked a pack a day for 40 years and I have a smoker's cough."
+    assert _statuses(extractor.extract(smoker)) == {"Do you smoke cigarettes?": "present", "Cough": "present"}
+    assert _statuses(extractor.extract("I don't smoke.")) == {"Do you smoke cigarettes?": "absent"}
+    former = extractor.extract("I'm an ex-smoker, I quit smoking five years ago.")
+    assert _statuses(former) == {"Are you a former smoker?": "present"}
+    weight = _statuses(extractor.extract("I'm obese and I've gained 8 pounds this month."))
+    assert weight == {"Overweight": "present", "Increased body weight": "present"}
+
+
 def test_a_denial_for_the_moment_leaves_the_finding_open(extractor: FindingExtractor) -> None:
     """ "I don't have the pain right now" says the pain comes and goes, not that there is none."""
     found = extractor.extract("I don't have any chest pain right now.").findings

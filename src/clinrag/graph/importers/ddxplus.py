@@ -8,9 +8,10 @@ Choices, all deterministic:
   patient's finding matches its node by name;
 - only yes/no evidences become symptoms: categorical and multi-choice ones ("How intense is the pain?",
   "Where is the swelling located?") are attributes that mean nothing without the patient's value; skipped;
-- antecedents (risk factors and history: smoking, travel, family history) are skipped and counted: the
-  schema has no risk-factor label, and calling them symptoms would let "Do you smoke cigarettes?" rank
-  diseases as if it were a finding of the disease;
+- antecedents (risk factors and history: smoking, travel, family history) are not graph edges, skipped and
+  counted there: the schema has no risk-factor label, and calling them symptoms would let "Do you smoke
+  cigarettes?" rank diseases as if it were a finding of the disease. The yes/no ones are the record's
+  `risk_factors`, which the consultation weighs as risk factors, not as symptoms;
 - where a condition's pain or swelling is: the release lists only "Where is the pain/swelling located?" for
   it, whatever the condition, so `data/ddxplus_condition_sites.jsonl` (clinical knowledge, a source on each
   line) names the sites where it typically is, each then a symptom of the condition ("ear pain" of acute
@@ -43,7 +44,7 @@ CONDITIONS = "release_conditions.json"
 CONDITION_SITES = Path(__file__).parent / "data" / "ddxplus_condition_sites.jsonl"
 EVIDENCES = "release_evidences.json"
 _CODE = re.compile(r"[A-Z]\d{2}(?:\.\d+)?")
-ANTECEDENTS = "antecedents (risk factors, history): the schema has no risk-factor label"
+ANTECEDENTS = "antecedents (risk factors, history): not graph edges, the schema has no risk-factor label"
 ATTRIBUTES = "categorical / multi-choice evidences (attributes such as pain intensity): not findings"
 UNKNOWN_EVIDENCE = "evidence codes missing from release_evidences.json"
 NO_NAME = "pathologies without an English name"
@@ -87,7 +88,7 @@ def read_ddxplus(path: str | Path, *, limit: int | None = None) -> SourceRecords
     result = SourceRecords(NAME, f"{NAME}:{path}", f"{digest.hexdigest()[:16]}:limit={limit}")
     result.notes += [
         "Symptom names are the evidences' English questions",
-        "antecedents skipped (no risk-factor label in the schema)",
+        "antecedents skipped in the graph (no risk-factor label in the schema); yes/no ones are risk factors",
     ]
     conditions, evidences = _load(conditions_path), _load(evidences_path)
     sites = condition_sites()
@@ -101,6 +102,10 @@ def read_ddxplus(path: str | Path, *, limit: int | None = None) -> SourceRecords
         record = DiseaseRecord(key, name, _description(condition), severity=_severity(condition))
         for code in condition.get("antecedents") or {}:
             result.skips.add(ANTECEDENTS, f"{key}:{code}")
+            evidence = evidences.get(code)
+            yes_no = isinstance(evidence, dict) and evidence.get("data_type") == "B"
+            if yes_no and (question := clean_name(evidence.get("question_en"))) is not None:
+                record.risk_factors.append(question)
         for code in condition.get("symptoms") or {}:
             evidence = evidences.get(code)
             question = clean_name(evidence.get("question_en")) if isinstance(evidence, dict) else None
@@ -150,6 +155,7 @@ TRAITS = SourceTraits(
     lay=True,
     askable=True,
     severity=True,
+    risk_factors=True,
     listed_share=0.68,
     title="the DDXPlus condition table (Fansi Tchango et al., NeurIPS 2022; CC-BY 4.0)",
 )

@@ -35,6 +35,7 @@ class SourceTraits:
     # findings whatever the list's length (else a plain list's findings share a few typical ones among them)
     listed_share: float | None = None
     severity: bool = False  # it rates how severe a disease is
+    risk_factors: bool = False  # it names what makes each disease likelier (`DiseaseRecord.risk_factors`)
     title: str = ""  # how a reference names it for a reader ("Human Phenotype Ontology annotations …")
 
 
@@ -90,6 +91,9 @@ class DiseaseRecord:
     excluded: list[str] = field(default_factory=list)  # findings it is stated not to show (HPO's NOT)
     onset: tuple[float, float] | None = None  # the ages (years) it begins within, where the source says
     severity: int | None = None  # where the source rates it: 1 (most severe) to 5 (least), as DDXPlus does
+    # what makes it likelier in whoever has it (smoking, heavy drinking, recent surgery), where the source
+    # says: no graph edges (the schema has no risk-factor label), read by the consultation
+    risk_factors: list[str] = field(default_factory=list)
 
     def add(self, relation: Relation, target: object, skips: Skips, passages: Sequence[str] = ()) -> None:
         """Add one neighbour (and the passages that state it); an unusable name is counted in `skips`."""

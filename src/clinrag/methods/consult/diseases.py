@@ -30,7 +30,7 @@ from clinrag.graph.importers.registry import graph_source
 from clinrag.graph.schema import Relation
 
 RARE_SHARE = 0.05  # the rare diseases' share of the base rate (see the module docstring)
-FORMAT_VERSION = 12
+FORMAT_VERSION = 13
 _ICD10 = re.compile(r"ICD-10 ([A-TV-Z][0-9][0-9A-Z](?:\.[0-9A-Z]{1,4})?)")
 
 
@@ -57,6 +57,7 @@ class Disease:
     severity: int | None = None  # where its source rates it: 1 (most severe) to 5 (least), as DDXPlus does
     # per symptom, the source that lists it (a name in two sources joins their lists)
     origins: list[str] = field(default_factory=list)
+    risk_factors: list[str] = field(default_factory=list)  # what makes it likelier, where its source says
 
     def __post_init__(self) -> None:  # a source that states no frequency or reference: one None, [] each
         if len(self.origins) < len(self.symptoms):
@@ -186,6 +187,7 @@ def _diseases(records: SourceRecords, traits: SourceTraits) -> list[Disease]:
                 excluded=list(record.excluded),
                 onset=record.onset,
                 severity=record.severity,
+                risk_factors=list(record.risk_factors),
             )
         )
     return diseases
@@ -198,7 +200,7 @@ def _join(present: Disease, other: Disease) -> None:
             present.frequencies.append(share)
             present.references.append(cited)
             present.origins.append(other.source)
-    for name in ("tests", "drugs", "cures", "excluded"):
+    for name in ("tests", "drugs", "cures", "excluded", "risk_factors"):
         mine: list[str] = getattr(present, name)
         mine.extend(item for item in getattr(other, name) if item not in mine)
     if other.onset is not None:  # a name in two sources: every age either says it begins at

@@ -1,7 +1,8 @@
 """Which disease lists which finding, in which place of its list and how often its patients show it (where
-the source says), and which findings a disease is stated not to show: the tables the differential's
-likelihoods are computed from. It is built once from the disease model and the vocabulary (about a quarter of
-a million listings in the packaged knowledge, a fifth of a second) and saved with the compiled knowledge."""
+the source says), which findings a disease is stated not to show, and which are its risk factors: the tables
+the differential's likelihoods are computed from. They are built from the disease model and the vocabulary
+(about a quarter of a million listings in the packaged knowledge, a fifth of a second) and saved with the
+compiled knowledge, but for the few hundred risk factors."""
 
 from __future__ import annotations
 
@@ -31,13 +32,14 @@ class Listings:
     shares: np.ndarray
 
     @classmethod
-    def of(cls, model: DiseaseModel, vocabulary: Vocabulary, *, excluded: bool = False) -> Listings:
-        """The diseases' symptoms, or with `excluded` the findings they are stated not to show."""
+    def of(cls, model: DiseaseModel, vocabulary: Vocabulary, *, kind: str = "symptoms") -> Listings:
+        """The diseases' `kind` of findings: their "symptoms", the findings they are stated not to show
+        ("excluded") or their "risk_factors" (only symptoms come with shares)."""
         concept_of: dict[str, str | None] = {}  # symptom name → concept id (HPO diseases share most names)
         found: dict[str, dict[int, tuple[int, float]]] = {}
         for row, disease in enumerate(model.diseases):
-            listed = disease.excluded if excluded else disease.symptoms
-            shares = [None] * len(listed) if excluded else disease.frequencies
+            listed = getattr(disease, kind)
+            shares = disease.frequencies if kind == "symptoms" else [None] * len(listed)
             for place, (symptom, share) in enumerate(zip(listed, shares, strict=True)):
                 if symptom not in concept_of:
                     concept = vocabulary.lookup(symptom)
