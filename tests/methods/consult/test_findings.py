@@ -614,6 +614,10 @@ def test_lay_constructions_name_the_body_part(extractor: FindingExtractor) -> No
         "Pedal edema": "present",
         "Lower limb pain": "present",
     }
+    # a cramp in a body part is pain there
+    text = "When I walk my right calf starts cramping."
+    assert _statuses(extractor.extract(text)) == {"Lower limb pain": "present"}
+    assert _statuses(extractor.extract("I get cramps in my stomach.")) == {"Abdominal pain": "present"}
     assert _statuses(extractor.extract("My heart keeps fluttering.")) == {"Palpitations": "present"}
     assert _statuses(extractor.extract("My heart is racing.")) == {"Tachycardia": "present"}
     assert _statuses(extractor.extract("My pee looked pink.")) == {"Hematuria": "present"}
