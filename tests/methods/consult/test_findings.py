@@ -541,7 +541,7 @@ def test_lay_words_for_heart_failure_drinking_and_erythema_nodosum(extractor: Fi
     assert _statuses(shins) == {"Erythema nodosum": "present"}
 
 
-def test_lay_words_for_smoking_past_smoking_and_being_overweight(
+def test_lay_words_for_smoking_having_smoked_and_being_overweight(
     hpo: Vocabulary, ddxplus: Vocabulary
 ) -> None:
     """DDXPlus's risk factors in a patient's words: smoking now, having smoked, and being overweight (not

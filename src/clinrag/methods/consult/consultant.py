@@ -319,14 +319,13 @@ class Consultant:
         """The knowledge's fact that `risk` makes `disease` likelier, as evidence (a record's attribute, as
         severity is, not a graph edge)."""
         cited = f"graph:{disease.name}|risk factor|{risk}"
-        traits = self.differential.model.traits
-        # a disease named in two sources: the one that names risk factors
-        source = next(s for s in (disease.source, *disease.origins) if traits[s].risk_factors)
+        model = self.differential.model
+        source = model.risk_source(disease) or disease.source  # of two sources, the one naming risk factors
         provenance = {
             "head": disease.name,
             "relation": "risk factor",
             "tail": risk,
-            "title": traits[source].title,
+            "title": model.traits[source].title,
         }
         if source == disease.source:
             provenance["key"] = disease.key
@@ -442,17 +441,19 @@ class Consultant:
         for concept, status in statuses.items():
             listed = self.differential.explained(concept, row)
             risk = self.differential.risk_factor(concept, row) if listed is None else None
-            if (listed or risk) is None or (listed or risk) in mentioned:  # "cough" and "barking cough"
-                continue  # explained by one "Cough"
-            mentioned.add(listed or risk)
+            known_as = listed or risk  # the disease's symptom or risk factor the finding is
+            if known_as is None or known_as in mentioned:  # "cough" and "barking cough" explained by one
+                continue  # "Cough"
+            mentioned.add(known_as)
             if status != "uncertain":
                 named = supporting if status == "present" else against
-                if (name := self._name(listed or risk)) not in named:  # two sources' words for one finding
+                if (name := self._name(known_as)) not in named:  # two sources' words for one finding
                     named.append(name)
-                if listed is not None:
-                    cited.append(self._fact(disease, Relation.HAS_SYMPTOM, listed, evidence))
-                else:
-                    cited.append(self._risk_factor(disease, risk, evidence))
+                cited.append(
+                    self._fact(disease, Relation.HAS_SYMPTOM, listed, evidence)
+                    if listed is not None
+                    else self._risk_factor(disease, known_as, evidence)
+                )
         known = self.differential.vocabulary.known
         unreported = [
             symptom

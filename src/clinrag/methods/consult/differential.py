@@ -204,9 +204,7 @@ class Differential:
         self.absences = absences if absences is not None else Listings.of(model, vocabulary, kind="excluded")
         self.risks = Listings.of(model, vocabulary, kind="risk_factors")  # a few hundred: not compiled
         # the diseases whose knowledge names their risk factors (it is silent on the others')
-        self._risks_known = np.array(
-            [any(model.traits[o].risk_factors for o in {d.source, *d.origins}) for d in model.diseases]
-        )
+        self._risks_known = np.array([model.risk_source(d) is not None for d in model.diseases])
         self._parents = vocabulary.parents
         # A finding at one body site (calf pain) is one of the sites its broader finding (pain) may be at:
         # a disease listed with the broader finding alone shows it at that site at most one in that many.
@@ -530,15 +528,9 @@ class Differential:
 
     def risk_factor(self, concept: str, row: int) -> str | None:
         """The risk factor of disease `row` that finding `concept` is, if it is one."""
-        lookup = self.vocabulary.lookup
-        return next(
-            (
-                name
-                for name in self.model.diseases[row].risk_factors
-                if (found := lookup(name)) is not None and found.id == concept
-            ),
-            None,
-        )
+        rows, places, _ = self.risks.of_concept(concept)
+        place = places[rows == row]
+        return self.model.diseases[row].risk_factors[int(place[0])] if len(place) else None
 
 
 def _lineage(

@@ -133,6 +133,11 @@ class DiseaseModel:
     def by_name(self) -> dict[str, Disease]:
         return {disease.name: disease for disease in self.diseases}
 
+    def risk_source(self, disease: Disease) -> str | None:
+        """The source that names `disease`'s risk factors (one of its sources, when two name it), if any."""
+        sources = (disease.source, *disease.origins)
+        return next((source for source in sources if self.traits[source].risk_factors), None)
+
     def base_rates(self) -> list[float]:
         """Each disease's base rate (summing to 1): rare diseases share `RARE_SHARE`, common ones the rest."""
         rare = sum(d.rare for d in self.diseases)

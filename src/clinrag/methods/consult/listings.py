@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -32,7 +33,13 @@ class Listings:
     shares: np.ndarray
 
     @classmethod
-    def of(cls, model: DiseaseModel, vocabulary: Vocabulary, *, kind: str = "symptoms") -> Listings:
+    def of(
+        cls,
+        model: DiseaseModel,
+        vocabulary: Vocabulary,
+        *,
+        kind: Literal["symptoms", "excluded", "risk_factors"] = "symptoms",
+    ) -> Listings:
         """The diseases' `kind` of findings: their "symptoms", the findings they are stated not to show
         ("excluded") or their "risk_factors" (only symptoms come with shares)."""
         concept_of: dict[str, str | None] = {}  # symptom name → concept id (HPO diseases share most names)
