@@ -83,6 +83,18 @@ def test_ranking_gives_every_option_a_probability(llama_server, isolated_home: P
     assert sorted(probabilities, reverse=True) == pytest.approx([12 / 25, 6 / 25, 4 / 25, 3 / 25])
 
 
+def test_options_with_a_line_break_or_quotes_are_ranked(llama_server, isolated_home: Path) -> None:
+    """MedQA's options hold stray line breaks and quotes ('Meningitis\\n"'). llama-cpp-python turns the
+    ranking schema's enum into a grammar that an escaped quote breaks, and then no longer answers; the options
+    are shown with their whitespace collapsed and double quotes as single ones, and matched back."""
+    options = ['Meningitis\n"', 'Osgood-Schlatter "disease"', "Fat embolism", "Thyroid storm"]
+    model = _model(llama_server, isolated_home, llm_scoring="ranking")
+    for _ in range(2):  # the server still answers after the first
+        scores = model.score_options(QUESTION, options)
+        assert scores.method == "ranking" and scores.options == options
+        assert math.isclose(sum(scores.probabilities("mean")), 1.0)
+
+
 def test_letters_are_scored_from_the_top_logprobs(llama_server, isolated_home: Path) -> None:
     scores = _model(llama_server, isolated_home).score_options(QUESTION, ["A", "B", "C", "D"])
     assert scores.method == "top_logprobs"

@@ -124,7 +124,7 @@ def ranking_schema(shown: list[str]) -> dict[str, Any]:
 
 
 def ranking_request(request: ChatRequest, shown: list[str]) -> ChatRequest:
-    """The request with an instruction to rank `shown` (the options as written, without a leading space)
+    """The request with an instruction to rank `shown` (the options as `shown_options` writes them)
     appended to its last user message, and the ranking schema."""
     size = ranking_size(shown)
     listing = "\n".join(f"- {option}" for option in shown)
@@ -142,8 +142,11 @@ def ranking_request(request: ChatRequest, shown: list[str]) -> ChatRequest:
 
 
 def shown_options(options: list[str]) -> list[str]:
-    """The options as the model is asked to write them: continuation options lose their leading space."""
-    return [option.strip() for option in options]
+    """The options as the model is asked to write them: whitespace collapsed (continuation options lose their
+    leading space, a line break inside one is a space) and double quotes as single ones. llama-cpp-python's
+    server turns the ranking schema's enum into a grammar that an escaped quote breaks, and then stops
+    answering."""
+    return [" ".join(option.split()).replace('"', "'") for option in options]
 
 
 def parsed_ranking(text: str, shown: list[str]) -> list[int]:
