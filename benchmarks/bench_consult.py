@@ -25,6 +25,12 @@
 (viii) The lay development presentations of the 49 DDXPlus conditions (ddxplus_lay_dev.jsonl beside the
     others, written in patients' and parents' words by a helper session that never saw the engine):
     GTPA@1/3/10 on the packaged default knowledge and on the DDXPlus table with its patients as experience.
+(x) The knowledge, by source (`--only knowledge` runs this part alone): the open-world development sets
+    written apart from the code by a helper that never saw it (tests/data/consult/open_dev_tune.jsonl, on
+    which settings may be chosen; open_dev_report.jsonl, reported and never tuned on; and the French and
+    Chinese open_dev_multilingual.jsonl), the lay DDXPlus set and the hand-written presentations, each on the
+    default knowledge and with one source left out or alone, beside the previous release's default (the
+    test-data disease table in place of clinrag's knowledge base) in the same run: GTPA@1/3/10.
 (ix) Questioning: DDXPlus patients (the same sample as (i)) tell only their chief complaint, age and sex;
     `consult` on the packaged DDXPlus table asks up to QUESTIONS questions, each answered from the patient's
     evidence codes (`record_answer`: one choice of a question the record answers yes is not known). With the
@@ -72,6 +78,23 @@ PRESENTATIONS = CONSULT_DATA / "common_presentations.jsonl"
 FINDINGS_DEV = CONSULT_DATA / "findings_dev.jsonl"
 DEV_PRESENTATIONS = (CONSULT_DATA / "presentations_dev.jsonl", CONSULT_DATA / "presentations_dev2.jsonl")
 LAY_DDXPLUS_DEV = CONSULT_DATA / "ddxplus_lay_dev.jsonl"
+OPEN_DEV = {
+    "open_tune": CONSULT_DATA / "open_dev_tune.jsonl",
+    "open_report": CONSULT_DATA / "open_dev_report.jsonl",
+    "open_multilingual": CONSULT_DATA / "open_dev_multilingual.jsonl",
+    "lay_ddxplus": LAY_DDXPLUS_DEV,
+    "common": PRESENTATIONS,
+}
+# the default knowledge, each source left out or alone, and the previous release's default
+KNOWLEDGE = {
+    "default": ConsultConfig().sources,
+    "without_conditions": "packaged:hpo-diseases,packaged:ddxplus",
+    "without_ddxplus": "packaged:conditions,packaged:hpo-diseases",
+    "without_hpo": "packaged:conditions,packaged:ddxplus",
+    "conditions_alone": "packaged:conditions",
+    "with_disease_ontology": f"{ConsultConfig().sources},packaged:disease-ontology",
+    "previous_default_test_data": "packaged:faker-diseases,packaged:hpo-diseases,packaged:ddxplus",
+}
 API_REQUESTS = 20
 QUESTIONS = 5  # the questioning's budget in (ix)
 WARM_RUNS = 5  # the warm run's figure is their median (one run on 2 shared cores varies by ±0.2 s)
@@ -113,6 +136,23 @@ def tie_fair_top1(run: Path) -> float:
         tied = [text for text, probability in probabilities.items() if probability == top]
         hits.append(1 / len(tied) if result["gold"]["answer"] in tied else 0.0)
     return sum(hits) / len(hits)
+
+
+def knowledge_ablation(settings: Settings, scratch: Path) -> dict[str, float]:
+    """(x): GTPA@1/3/10 of every set of `OPEN_DEV` under every knowledge of `KNOWLEDGE`."""
+    figures = {}
+    for name, sources in KNOWLEDGE.items():
+        for set_name, path in OPEN_DEV.items():
+            scores = evaluate(
+                settings,
+                scratch / f"knowledge-{name}-{set_name}",
+                dataset="text-cases",
+                method="consult",
+                data_path=path,
+                params={"sources": sources},
+            )
+            figures |= {f"{set_name}_{name}_gtpa@{k}": round(scores[f"gtpa@{k}"], 4) for k in (1, 3, 10)}
+    return figures
 
 
 def evaluate(settings: Settings, out: Path, **request) -> dict[str, float]:
@@ -350,8 +390,16 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--limit", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", choices=["knowledge"], help="run one part alone: (x) the knowledge")
     args = parser.parse_args()
     ddxplus = (args.data / "ddxplus").resolve()
+    if args.only == "knowledge":
+        with tempfile.TemporaryDirectory() as scratch:
+            settings = Settings(home=Path(scratch) / "home", data_dir=args.data)
+            cases = {name: sum(1 for _ in path.open()) for name, path in OPEN_DEV.items()}
+            figures = knowledge_ablation(settings, Path(scratch))
+        print(json.dumps({"benchmark": "consult_knowledge", "world": "open", "cases": cases, **figures}))
+        return
 
     with tempfile.TemporaryDirectory() as scratch:
         scratch_dir = Path(scratch)
@@ -402,6 +450,7 @@ def main() -> None:
                 chance,
             )
         asked = questioning(settings, ddxplus, args.limit, args.seed)
+        knowledge = knowledge_ablation(settings, scratch_dir)
         home = scratch_dir / "fresh-home"
         first_s, first_mb = timed_consult(home)
         warm = [timed_consult(home) for _ in range(WARM_RUNS)]
@@ -442,6 +491,7 @@ def main() -> None:
                         ("chance", chance),
                     )
                 },
+                **knowledge,
                 "questioning_budget": QUESTIONS,
                 **{
                     f"questioning_{policy}_{key}": value

@@ -16,6 +16,7 @@ LAYERS = (
     "embed",
     "index",
     "terms",
+    "conditions",
     "knowledge",
     "patients",
     "graph",

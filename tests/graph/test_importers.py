@@ -13,17 +13,18 @@ from pathlib import Path
 
 import pytest
 
+from clinrag.conditions.catalogue import packaged_catalogue
 from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.graph.falkordb_store import FalkorDBStore
 from clinrag.graph.importers import SOURCE_FORMS, load_sources, read_source
 from clinrag.graph.importers.ddxplus import ANTECEDENTS, ATTRIBUTES, CONDITION_SITES, read_ddxplus
-from clinrag.graph.importers.faker import SPECIALTY, read_faker_diseases
+from clinrag.graph.importers.faker import MEDICATIONS, SPECIALTY, read_faker_diseases
 from clinrag.graph.importers.hpo import NOT_PHENOTYPE, read_hpo_diseases, same_disease_key
 from clinrag.graph.importers.loader import NameRegistry, canonical_records, write_batch
 from clinrag.graph.importers.pycmekg import UnsafePickleError, read_pycmekg, safe_load_pickle
 from clinrag.graph.importers.registry import graph_source
 from clinrag.graph.matching import normalize
-from clinrag.graph.schema import Label, counts, merge_nodes
+from clinrag.graph.schema import Label, Relation, counts, merge_nodes
 from clinrag.terms.hpo import ONSET_CLASSES, onset_ages
 
 EMPTY_COUNTS = {str(label): 0 for label in Label}
@@ -274,25 +275,22 @@ def test_one_databases_hpo_diseases_alone() -> None:
     assert graph_source("packaged:omim-diseases").traits == graph_source("packaged:hpo-diseases").traits
 
 
-def test_faker_import_maps_symptoms_and_drugs_and_counts_the_specialty(graph, tmp_path) -> None:
+def test_the_test_data_table_imports_symptoms_and_never_a_drug(graph, tmp_path) -> None:
+    """faker-healthcare-provider's table is test data (opt-in): its symptoms are imported under a title that
+    says so, its medications are counted and skipped, never recommended."""
     from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS as table
 
     report = load_sources(
         graph, [read_faker_diseases("en")], tmp_path / "checkpoint.json", graph_id="faker", progress=False
     )
     symptoms = {normalize(s) for entry in table.values() for s in entry["symptoms"]}
-    drugs = {normalize(d) for entry in table.values() for d in entry["medications"]}
     has_symptom = {(name, normalize(s)) for name, entry in table.items() for s in entry["symptoms"]}
-    has_drug = {(name, normalize(d)) for name, entry in table.items() for d in entry["medications"]}
-    assert report.nodes == {
-        **EMPTY_COUNTS,
-        "Disease": len(table),
-        "Symptom": len(symptoms),
-        "Drug": len(drugs),
-    }
+    assert report.nodes == {**EMPTY_COUNTS, "Disease": len(table), "Symptom": len(symptoms)}
     assert report.relations["HAS_SYMPTOM"] == len(has_symptom)
-    assert report.relations["RECOMMEND_DRUG"] == len(has_drug)
-    assert report.sources[0].skipped == {SPECIALTY: len(table)}
+    assert report.relations["RECOMMEND_DRUG"] == 0
+    medications = sum(len(entry["medications"]) for entry in table.values())
+    assert report.sources[0].skipped == {SPECIALTY: len(table), MEDICATIONS: medications}
+    assert graph_source("packaged:faker-diseases").traits.title.startswith("TEST DATA")
     [row] = graph.query("MATCH (d:Disease {name: 'Type 2 Diabetes'}) RETURN d.description AS d")
     assert "Specialty: Endocrinology" in row["d"] and "Chinese: 非胰岛素依赖型糖尿病" in row["d"]
 
@@ -378,7 +376,8 @@ def test_a_plain_pycmekg_pickle_loads_and_maps_its_relations(graph, tmp_path) ->
     path.write_bytes(pickle.dumps(triples))
     source = read_pycmekg(path)
     assert [r.name for r in source.records] == ["肺炎", "败血症"]
-    assert sum(source.skips.counts.values()) == 2
+    assert source.skips.counts == {"entries that are not (head, relation, tail)": 1}
+    assert source.records[0].description == "就诊科室: 呼吸内科."  # the department is described, not an edge
     report = load_sources(graph, [source], tmp_path / "c.json", graph_id="cmekg", progress=False)
     assert report.relations == {
         "HAS_SYMPTOM": 2,
@@ -388,6 +387,25 @@ def test_a_plain_pycmekg_pickle_loads_and_maps_its_relations(graph, tmp_path) ->
         "HAS_COMORBIDITY": 1,
     }
     assert report.nodes["Disease"] == 2
+
+
+def test_the_packaged_cmekg_reads_its_diseases_with_their_codes_and_symptoms() -> None:
+    """The real CMeKG pickle of the pycmekg package, through the restricted unpickler: its diseases (heads
+    with a symptom relation) only, each with its symptoms; ICD-10 code and English name described; risk
+    factors kept; a disease that is a condition of clinrag's knowledge base (by English name or code) is
+    named as it."""
+    source = read_source("packaged:cmekg")
+    assert source.read == 27_403 and 5_000 < len(source.records) <= 6_115
+    assert source.skips.counts["heads without a symptom relation (drugs, herbs, tests, …)"] > 20_000
+    by_key = {record.key: record for record in source.records}
+    stroke = by_key["脑卒中"]
+    assert "ICD-10 I64" in (stroke.description or "") and "English: stroke" in (stroke.description or "")
+    assert {"偏瘫", "吞咽困难"} <= set(stroke.relations[Relation.HAS_SYMPTOM])
+    migraine = by_key["偏头痛"]
+    assert "偏头痛家族史" in migraine.risk_factors
+    assert Relation.RECOMMEND_TEST in migraine.relations
+    pneumonia = by_key["肺炎"]  # English name "Pneumonia", ICD-10 J18.9
+    assert pneumonia.name in {c.ddxplus or c.name for c in packaged_catalogue().find("Pneumonia")}
 
 
 def test_openkg_medicalgraph_lines_load_and_map_their_fields(graph, tmp_path) -> None:
@@ -467,7 +485,43 @@ def test_every_importer_registers_its_source_forms() -> None:
         "packaged:faker-diseases-fr",
         "packaged:faker-diseases-zh",
         "pycmekg:PATH",
+        "packaged:cmekg",
+        "packaged:conditions",
         "medicalgraph:PATH",
         "text:PATH",
     }
     assert read_source("packaged:faker-diseases-fr", limit=2).name == "faker-diseases-fr"
+
+
+def test_the_cmekg_symptom_table_links_chinese_names_to_real_hpo_terms() -> None:
+    """data/cmekg_symptoms_hpo.jsonl: every line an HPO term by its exact name, each Chinese name once; the
+    names it links cover most of CMeKG's symptom links (the rest: body parts, causes, TCM signs, listed in
+    data/cmekg_symptoms_skipped.tsv with the reason)."""
+    import srsly
+
+    from clinrag.graph.importers.pycmekg import (
+        DISEASE_SYMPTOMS,
+        SYMPTOM_TERMS,
+        packaged_pickle,
+        symptom_parts,
+    )
+    from clinrag.terms.hpo import hpo_terms
+
+    rows = list(srsly.read_jsonl(SYMPTOM_TERMS))
+    terms = hpo_terms()
+    assert len(rows) > 1000 and len({row["zh"] for row in rows}) == len(rows)
+    for row in rows:
+        assert terms[row["hpo"]].name == row["label"] and not terms[row["hpo"]].obsolete, row
+    skipped = {line.split("\t")[0] for line in (SYMPTOM_TERMS.parent / "cmekg_symptoms_skipped.tsv").open()}
+    assert not skipped & {row["zh"] for row in rows}
+    heads = safe_load_pickle(packaged_pickle().read_bytes())
+    linked = [
+        part
+        for relations in heads.values()
+        if any(key in relations for key in DISEASE_SYMPTOMS)
+        for key in DISEASE_SYMPTOMS
+        for text in relations.get(key, [])
+        for part in symptom_parts(text)
+    ]
+    mapped = {row["zh"] for row in rows}
+    assert sum(part in mapped for part in linked) / len(linked) > 0.6

@@ -10,6 +10,7 @@ import pytest
 import simple_icd_10_cm as cm
 from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 
+from clinrag.conditions.catalogue import packaged_catalogue
 from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.knowledge.base import KnowledgeBase
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
@@ -31,16 +32,30 @@ def test_icd10cm_records_cover_every_category_once_with_its_chapter() -> None:
     assert "Asthma" in asthma.text and "Excludes:" in asthma.text
 
 
-def test_faker_disease_table_in_three_languages() -> None:
+def test_the_test_data_table_in_three_languages_says_what_it_is_and_names_no_drug() -> None:
     english = {item.provenance["icd10"]: item for item in read_source("packaged:faker-diseases")}
     assert len(english) == len({entry["icd10"] for entry in DISEASE_CORRELATIONS.values()})
     diabetes = english["E11.9"]
     assert diabetes.tags == (chapter_of("E11.9").number,)
-    assert "Metformin" in diabetes.statements[1] and "Frequent Urination" in diabetes.statements[0]
+    assert "Frequent Urination" in diabetes.statements[0] and diabetes.text.startswith("TEST DATA")
+    assert all("test-data table (not medical knowledge)" in s for s in diabetes.statements)
+    assert not any("Metformin" in s for s in diabetes.statements) and "Metformin" not in diabetes.text
     chinese = next(i for i in read_source("packaged:faker-diseases-zh") if i.provenance["icd10"] == "E11.9")
-    assert "二甲双胍" in chinese.statements[1] and chinese.statements[0].endswith("。")
+    assert not any("二甲双胍" in s for s in chinese.statements) and chinese.statements[0].startswith(
+        "测试数据表"
+    )
     french = next(i for i in read_source("packaged:faker-diseases-fr") if i.provenance["icd10"] == "E11.9")
-    assert french.statements[0].startswith("Diabète sucré de type 2 (CIM-10 E11.9)")
+    assert "Diabète sucré de type 2 (CIM-10 E11.9)" in french.statements[0]
+
+
+def test_the_knowledge_base_statements_cite_their_documents() -> None:
+    items = list(read_source("packaged:conditions"))
+    catalogue = packaged_catalogue()
+    assert len(items) == len(catalogue.conditions)
+    for item, condition in zip(items, catalogue.conditions, strict=True):
+        assert item.provenance["icd10"] == condition.icd10
+        assert all("https://" in s or "http://" in s for s in item.statements)
+        assert len(item.statements) == 2 + len(condition.tests) + len(condition.management)
 
 
 def test_hpo_definitions_drop_their_references_and_skip_terms_without_one() -> None:
@@ -58,7 +73,7 @@ def test_hpo_definitions_drop_their_references_and_skip_terms_without_one() -> N
 def test_unknown_packaged_source_lists_the_valid_ones() -> None:
     with pytest.raises(InvalidInputError, match="packaged:hpo-diseases"):
         read_source("packaged:snomed")
-    assert set(SOURCES) >= {"icd10cm", "faker-diseases", "hpo", "hpo-diseases"}
+    assert set(SOURCES) >= {"icd10cm", "conditions", "faker-diseases", "hpo", "hpo-diseases"}
 
 
 def test_ddxplus_conditions_are_recognised_and_grouped(data_dir: Path) -> None:

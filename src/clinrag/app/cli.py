@@ -18,6 +18,7 @@ from clinrag.app.consult_commands import consult, read_text
 from clinrag.app.eval_commands import eval_app
 from clinrag.app.graph_commands import graph_app
 from clinrag.app.kb_commands import kb_app
+from clinrag.app.knowledge_commands import knowledge_app
 from clinrag.app.patient_commands import patients_app
 from clinrag.app.reproduce_commands import reproduce
 from clinrag.app.serve_commands import serve
@@ -49,6 +50,7 @@ llm_app = typer.Typer(help="Talk to the configured chat model.", no_args_is_help
 app.add_typer(config_app, name="config")
 app.add_typer(llm_app, name="llm")
 app.add_typer(kb_app, name="kb")
+app.add_typer(knowledge_app, name="knowledge")
 app.add_typer(patients_app, name="patients")
 app.add_typer(eval_app, name="eval")
 app.add_typer(terms_app, name="terms")

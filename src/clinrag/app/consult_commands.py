@@ -115,7 +115,7 @@ def consult(
     method = build(MethodContext(settings=settings_from(ctx)), config)
     case = Case(id="consult", language=language, question=question, patient=patient)
     # With -i the answer comes after the interview (a model writing the prose is asked once, at the end).
-    consultant = method.consultant
+    consultant = method.consultant_for(language)
     if interactive and consultant.report(consultant.start(question, language))[0].differential:
         answer = _interview(method, case, max_questions, confidence)
     else:
@@ -132,7 +132,7 @@ def _interview(method, case: Case, max_questions: int, confidence: float) -> Ans
     urgency sentence is printed then, before anything else)."""
     from clinrag.methods.consult.compose import rendered
 
-    consultant = method.consultant
+    consultant = method.consultant_for(case.language)
     state = consultant.start(case.question, case.language)
     asked = 0
     flags_before: set[str] = set()  # the red flags before the last answer: one it raises ends the interview

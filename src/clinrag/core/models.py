@@ -55,6 +55,9 @@ class RankedDiagnosis(BaseModel):
     name: str
     probability: float | None = Field(default=None, ge=0.0, le=1.0)
     code: str | None = None  # ICD-10 code where the knowledge gives one, else its id there ("OMIM:154700")
+    synonyms: list[str] = Field(
+        default_factory=list
+    )  # other names of the diagnosis, where the knowledge has them
 
 
 class Gold(BaseModel):

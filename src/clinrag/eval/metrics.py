@@ -63,12 +63,13 @@ def gold_rank(
     code: str | None = None,
 ) -> int:
     """1-based position of the gold diagnosis within the top 10, or 11 when it is not there. A diagnosis is
-    the gold one when its name is the gold name or one of `also` (synonyms), when its code is one of `also`
+    the gold one when its name or one of its own synonyms is the gold name or one of `also` (the gold's
+    synonyms), when its code is one of `also`
     exactly (a rare disease's "OMIM:154700"), or when its ICD-10 code and the gold `code` are the same code or
     one's category holds the other (J18 and J18.9)."""
     targets = {space.canonical(name) for name in (gold, *also)}
     for position, item in enumerate(ddx[:TOP_K], 1):
-        named = space.canonical(item.name) in targets
+        named = any(space.canonical(name) in targets for name in (item.name, *item.synonyms))
         coded = item.code is not None and space.canonical(item.code) in targets
         if named or coded or _same_code(item.code, code):
             return position

@@ -29,54 +29,62 @@ from tests.app.test_cli import invoke_cli
 from tests.methods.consult.test_consult import README_EXAMPLE
 from tests.openai_server import SCRIPTED_SETTINGS, LoopbackServer, ScriptedServer, chat_body, scripted_model
 
-KNOWLEDGE = "packaged:faker-diseases"  # the common-disease table alone: the model builds in seconds
+KNOWLEDGE = "packaged:conditions"  # clinrag's knowledge base alone: the model builds in seconds
 FINDINGS = ["finding:hpo:HP:0001945", "finding:hpo:HP:0031245", "finding:hpo:HP:0033771"]
-AMOXICILLIN = "graph:Pneumonia|RECOMMEND_DRUG|Amoxicillin"
-FAITHFUL = [
-    {
-        "text": "For 3 days you have had a fever, a productive cough and chest pain when you breathe.",
-        "evidence": FINDINGS,
-        "kind": "finding",
-    },
-    {
-        "text": "These findings fit best with pneumonia, then acute bronchitis or tuberculosis.",
-        "evidence": [
-            "graph:Pneumonia|HAS_SYMPTOM|Fever",
-            "graph:Acute Bronchitis|HAS_SYMPTOM|Fever",
-            "graph:Tuberculosis|HAS_SYMPTOM|Fever",
-        ],
-        "kind": "differential",
-    },
-    {
-        "text": "Knowing whether you have lost weight, feel tired or sweat at night would help tell them "
-        "apart.",
-        "evidence": [
-            "graph:Tuberculosis|HAS_SYMPTOM|Weight Loss",
-            "graph:Pneumonia|HAS_SYMPTOM|Fatigue",
-            "graph:Tuberculosis|HAS_SYMPTOM|Night Sweats",
-        ],
-        "kind": "question",
-    },
-    {
-        "text": "Medicines used for pneumonia include amoxicillin and azithromycin; a doctor decides whether "
-        "any suits you.",
-        "evidence": [AMOXICILLIN, "graph:Pneumonia|RECOMMEND_DRUG|Azithromycin"],
-        "kind": "step",
-    },
-]
-DOSE = {"text": "Take 500 mg amoxicillin three times a day.", "evidence": [AMOXICILLIN], "kind": "step"}
-OTHER_DRUG = {"text": "Pneumonia is treated with isoniazid.", "evidence": [AMOXICILLIN], "kind": "step"}
-INVENTED_ID = {
-    "text": "Penicillin is used for pneumonia.",
-    "evidence": ["graph:Pneumonia|RECOMMEND_DRUG|Penicillin"],
-    "kind": "step",
-}
 NOT_JSON = "You most likely have pneumonia. Rest, drink fluids and take antibiotics."
 STRUCTURE = {"sentences", "prose", "dropped"}  # what the prose layer may change; the rest is the structure
 
 
 def reply(*sentences: dict) -> str:
     return json.dumps({"sentences": list(sentences)})
+
+
+@pytest.fixture(scope="module")
+def replies(template: Answer) -> dict[str, dict]:
+    """The recorded replies, written for this consultation's own evidence: a faithful answer (the findings,
+    the leading diagnoses, the questions and a care step, each citing what the template cites), one with an
+    invented dose, one naming a drug no evidence names, one citing a fact that does not exist."""
+    sentences = {s["kind"]: s for s in template.details["sentences"]}
+    leading = [d["name"] for d in template.details["differential"][:3]]
+    care = next(s for s in template.details["next_steps"] if s["kind"] == "care")
+    step = {"text": f"Care used for {care['diagnosis']}: {care['name']}.", "evidence": [care["evidence"]]}
+    return {
+        "finding": {
+            "text": "For 3 days you have had a fever, a productive cough and chest pain when you breathe.",
+            "evidence": FINDINGS,
+            "kind": "finding",
+        },
+        "differential": {
+            "text": f"These findings fit best with {leading[0]}, then {leading[1]} or {leading[2]}.",
+            "evidence": sentences["differential"]["evidence"],
+            "kind": "differential",
+        },
+        "question": {
+            "text": sentences["questions"]["text"],
+            "evidence": sentences["questions"]["evidence"],
+            "kind": "question",
+        },
+        "step": {**step, "kind": "step"},
+        "dose": {
+            "text": "Take 500 mg amoxicillin three times a day.",
+            "evidence": step["evidence"],
+            "kind": "step",
+        },
+        "other_drug": {
+            "text": "This is treated with isoniazid.",
+            "evidence": step["evidence"],
+            "kind": "step",
+        },
+        "invented": {
+            "text": f"Penicillin is used for {leading[0]}.",
+            "evidence": [f"graph:{leading[0]}|RECOMMEND_DRUG|Penicillin"],
+            "kind": "step",
+        },
+    }
+
+
+def faithful(replies: dict[str, dict]) -> list[dict]:
+    return [replies[kind] for kind in ("finding", "differential", "question", "step")]
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +129,8 @@ def structure(answer: Answer) -> str:
     )
 
 
-def test_a_faithful_reply_is_kept_with_its_citations(consultant, context, template, server) -> None:
+def test_a_faithful_reply_is_kept_with_its_citations(consultant, context, template, server, replies) -> None:
+    FAITHFUL = faithful(replies)
     scripted(server, reply(*FAITHFUL))
     answer = consult(consultant, context, server)
     details = answer.details
@@ -138,18 +147,21 @@ def test_a_faithful_reply_is_kept_with_its_citations(consultant, context, templa
     request = server.requests[0]
     assert request["response_format"]["type"] == "json_schema"  # schema-constrained
     prompt = request["messages"][-1]["content"]
-    assert re.search(r"Pneumonia: \d+%, ICD-10 J18.9", prompt) and f"[{AMOXICILLIN}] " in prompt
+    leading = template.details["differential"][0]
+    assert re.search(rf"{re.escape(leading['name'])}: \d+%", prompt)
+    assert f"[{replies['step']['evidence'][0]}] " in prompt
     assert answer.usage.calls == 1 and step(answer, "consult.prose.check").output["kept"] == 4
 
 
-def test_an_invented_dose_is_dropped_even_when_flagging(consultant, context, server) -> None:
+def test_an_invented_dose_is_dropped_even_when_flagging(consultant, context, server, replies) -> None:
+    FAITHFUL, DOSE, OTHER_DRUG = faithful(replies), replies["dose"], replies["other_drug"]
     scripted(server, reply(*FAITHFUL, DOSE, OTHER_DRUG))
     dropped = consult(consultant, context, server)
     assert [s["text"] for s in dropped.details["dropped"]] == [DOSE["text"], OTHER_DRUG["text"]]
     dose, other = dropped.details["dropped"]
     assert any("dose" in reason and "500 mg" in reason for reason in dose["unsupported"])
-    # A drug of another diagnosis (tuberculosis) is not supported by pneumonia's evidence.
-    assert any("isoniazid" in reason for reason in other["unsupported"])
+    # a drug no evidence names is not supported by the care step it cites
+    assert other["unsupported"]
     assert "500" not in dropped.text and "isoniazid" not in dropped.text
     assert len([s for s in dropped.details["sentences"] if s["by"] == "llm"]) == len(FAITHFUL)
 
@@ -160,8 +172,9 @@ def test_an_invented_dose_is_dropped_even_when_flagging(consultant, context, ser
     assert step(flagged, "consult.prose.check").output["flagged"] == 1
 
 
-def test_citations_must_exist(consultant, context, server) -> None:
-    half = {**FAITHFUL[3], "evidence": [AMOXICILLIN, "graph:Pneumonia|RECOMMEND_DRUG|Penicillin"]}
+def test_citations_must_exist(consultant, context, server, replies) -> None:
+    FAITHFUL, INVENTED_ID = faithful(replies), replies["invented"]
+    half = {**FAITHFUL[3], "evidence": [*FAITHFUL[3]["evidence"], INVENTED_ID["evidence"][0]]}
     uncited = {**FAITHFUL[1], "evidence": []}
     scripted(server, reply(FAITHFUL[0], INVENTED_ID, half, uncited))
     answer = consult(consultant, context, server, unsupported="flag")
@@ -183,20 +196,24 @@ def test_invalid_json_falls_back_to_the_templates(consultant, context, template,
     assert answer.error is None and answer.usage.calls == 1
 
 
-def test_when_every_sentence_is_dropped_the_templates_stand(consultant, context, template, server) -> None:
-    scripted(server, reply(DOSE, OTHER_DRUG, INVENTED_ID))
+def test_when_every_sentence_is_dropped_the_templates_stand(
+    consultant, context, template, server, replies
+) -> None:
+    scripted(server, reply(replies["dose"], replies["other_drug"], replies["invented"]))
     answer = consult(consultant, context, server)
     assert answer.details["prose"] == "template" and answer.text == template.text
     assert len(answer.details["dropped"]) == 3
 
 
-@pytest.mark.parametrize(
-    "text",
-    [reply(*FAITHFUL), reply(*FAITHFUL, DOSE), NOT_JSON, reply(INVENTED_ID)],
-    ids=["faithful", "dose", "not-json", "invented-id"],
-)
-def test_the_structured_parts_never_change(consultant, context, template, server, text: str) -> None:
-    scripted(server, text)
+@pytest.mark.parametrize("kind", ["faithful", "dose", "not-json", "invented-id"])
+def test_the_structured_parts_never_change(consultant, context, template, server, replies, kind: str) -> None:
+    texts = {
+        "faithful": reply(*faithful(replies)),
+        "dose": reply(*faithful(replies), replies["dose"]),
+        "not-json": NOT_JSON,
+        "invented-id": reply(replies["invented"]),
+    }
+    scripted(server, texts[kind])
     assert structure(consult(consultant, context, server)) == structure(template)
 
 
@@ -240,7 +257,8 @@ def role_server():
         made.close()
 
 
-def test_med_textgrad_refines_the_draft(consultant, context, role_server) -> None:
+def test_med_textgrad_refines_the_draft(consultant, context, role_server, replies) -> None:
+    FAITHFUL, DOSE = faithful(replies), replies["dose"]
     server = role_server(reply(*FAITHFUL[:2], DOSE), reply(*FAITHFUL))
     answer = consult(consultant, context, server, refine_iterations=1)
     assert [s["text"] for s in answer.details["sentences"] if s["by"] == "llm"] == [
@@ -260,7 +278,8 @@ def test_med_textgrad_refines_the_draft(consultant, context, role_server) -> Non
     ]
 
 
-def test_cli_prose_llm_end_to_end(home, role_server) -> None:
+def test_cli_prose_llm_end_to_end(home, role_server, replies) -> None:
+    FAITHFUL, DOSE = faithful(replies), replies["dose"]
     server = role_server(reply(*FAITHFUL), reply(*FAITHFUL, DOSE))
     env = {
         "CLINRAG_HOME": str(home),  # the disease model the module built is loaded, not rebuilt

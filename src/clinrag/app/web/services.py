@@ -252,7 +252,7 @@ class ConsultSessions:
         method = await self._method(params)
         session_id = uuid.uuid4().hex
         case = Case(id=f"session-{session_id[:12]}", language=language, question=text)
-        state = await asyncio.to_thread(method.consultant.start, text, language)
+        state = await asyncio.to_thread(method.consultant_for(language).start, text, language)
         session = ConsultSession(dict(params), case, state)
         self.sessions.put(session_id, session)
         return session_id, session
@@ -265,7 +265,7 @@ class ConsultSessions:
 
     async def answer(self, session_id: str, session: ConsultSession, concept: str, answer: str) -> None:
         """Record the patient's yes / no / don't know about a finding (a concept id of the knowledge)."""
-        consultant = (await self._method(session.params)).consultant
+        consultant = (await self._method(session.params)).consultant_for(session.case.language)
         if concept not in consultant.concepts:
             raise InvalidInputError(f"unknown concept {concept!r}: answer a question's concept id")
         if answer not in ANSWER_STATUS:

@@ -8,7 +8,8 @@ One JSON object per line:
 `id`, `text` and `diagnosis` are required. The case is a ranked-differential question whose question and
 initial presentation are the text; with `options` it is asked among them (keyed by name), and one of them
 must be the diagnosis or a synonym. Any of the diagnosis and its synonyms is accepted (`gold.answers`);
-`icd10` goes to `meta`. There are no patient records."""
+`icd10` goes to `meta`, and so do what a writer may say of the case (`pregnant`, `system`, `setting`,
+`disposition`); `language` (en, fr, zh) is the text's. There are no patient records."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from clinrag.core.files import data_file, read_jsonl, valid_records
-from clinrag.core.models import Case, Demographics, Gold, PatientProfile
+from clinrag.core.models import Case, Demographics, Gold, Language, PatientProfile
 from clinrag.eval.datasets.base import Dataset, DatasetSpec, finish, register
 from clinrag.knowledge.items import ANSWER_MISMATCH
 
@@ -34,8 +35,15 @@ class TextCaseRecord(BaseModel):
     icd10: str | None = None
     synonyms: list[str] = Field(default_factory=list)
     sex: Literal["female", "male"] | None = None
-    age: int | None = Field(default=None, ge=0, le=130)
+    age: float | None = Field(default=None, ge=0, le=130)  # years; an infant's may be a fraction
     options: list[str] = Field(default_factory=list)
+    language: Language = "en"
+    pregnant: bool | None = None
+    # what the writer says of the case, kept in `meta` for reports: its body system, the setting it comes
+    # from and the disposition a careful clinician would advise
+    system: str | None = None
+    setting: str | None = None
+    disposition: Literal["emergency", "urgent", "soon", "self_care"] | None = None
 
     @field_validator("id", "text", "diagnosis", "icd10")
     @classmethod
@@ -54,17 +62,24 @@ class TextCaseRecord(BaseModel):
 
 def text_case(record: TextCaseRecord) -> Case:
     answers = list(dict.fromkeys([record.diagnosis, *record.synonyms]))
+    meta: dict[str, object] = {"icd10": record.icd10} if record.icd10 else {}
+    meta.update(
+        (key, value)
+        for key in ("pregnant", "system", "setting", "disposition")
+        if (value := getattr(record, key)) is not None
+    )
     return Case(
         id=record.id,
+        language=record.language,
         task="ddx",
         question=record.text,
         patient=PatientProfile(
             initial_presentation=record.text,
-            demographics=Demographics(age=record.age, sex=record.sex),
+            demographics=Demographics(age=None if record.age is None else int(record.age), sex=record.sex),
         ),
         options={name: name for name in record.options},
         gold=Gold(answer=record.diagnosis, answers=answers),
-        meta={"icd10": record.icd10} if record.icd10 else {},
+        meta=meta,
     )
 
 

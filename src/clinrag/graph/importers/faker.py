@@ -1,8 +1,12 @@
 """The disease table of `faker-healthcare-provider`: 158 common diseases in English, French and Chinese,
 aligned row by row, each with an ICD-10 code, symptoms, medications and a medical specialty.
 
-Mapped: symptoms → HAS_SYMPTOM, medications → RECOMMEND_DRUG. The specialty (a department) fits no label of
-the schema: it is counted as skipped and written into the description, with the ICD-10 title and the
+It is a generator of TEST DATA, opt-in only and never in the defaults: its title says so in every
+reference, and its medications are not imported (nobody should be told a drug on a test-data generator's
+word).
+
+Mapped: symptoms → HAS_SYMPTOM; medications are skipped and counted. The specialty (a department) fits no
+label of the schema: it is counted as skipped and written into the description, with the ICD-10 title and the
 disease's names in the other languages (the row's names, when the rows carry the same ICD-10 code).
 
 The English table's symptom names that are not HPO's own names are linked to HPO where
@@ -35,7 +39,8 @@ from clinrag.graph.schema import Relation
 LANGUAGES = ("en", "fr", "zh")
 SPECIALTY = "medical specialties (departments): no label in the schema; kept in the description"
 NO_NAME = "diseases without a name"
-NO_RELATION = "diseases without symptoms or medications"
+NO_RELATION = "diseases without symptoms"
+MEDICATIONS = "medications: a test-data table recommends no drug"
 _LANGUAGE_NAMES = {"en": "English", "fr": "French", "zh": "Chinese"}
 # an English symptom name → the HPO finding it is or is a kind of: {"symptom", "hpo", "label", "same"}
 SYMPTOM_TERMS = Path(__file__).parent / "data" / "faker_symptoms_hpo.jsonl"
@@ -77,8 +82,8 @@ def read_faker_diseases(language: str = "en", *, limit: int | None = None) -> So
         record = DiseaseRecord(key, disease_name, _description(row, entry, others))
         for symptom in entry.get("symptoms") or []:
             record.add(Relation.HAS_SYMPTOM, symptom, result.skips)
-        for drug in entry.get("medications") or []:
-            record.add(Relation.RECOMMEND_DRUG, drug, result.skips)
+        if entry.get("medications"):
+            result.skips.add(MEDICATIONS, key, len(entry["medications"]))
         if entry.get("medical_specialty"):
             result.skips.add(SPECIALTY, key)
         result.keep(record, NO_RELATION)
@@ -145,7 +150,7 @@ for _language in LANGUAGES:
                 lay=True,
                 askable=True,
                 salience_ordered=True,
-                title="the disease table of the faker-healthcare-provider package (made for test data)",
+                title="TEST DATA, not medical knowledge: faker-healthcare-provider's generated disease table",
             ),
             findings=faker_findings if _language == "en" else None,
             names_in=faker_names_in if _language == "en" else None,

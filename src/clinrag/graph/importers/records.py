@@ -31,6 +31,9 @@ class SourceTraits:
     rare: bool = False  # its diseases are rare diseases
     salience_ordered: bool = False  # it lists a disease's findings most characteristic first
     frequencies: bool = False  # it says how often a finding occurs with a disease
+    # it lists each disease's typical findings (with their shares), not its whole annotated spectrum: a
+    # finding it does not list takes a plain list's leak, not an annotated spectrum's background
+    typical_findings: bool = False
     # where it states no frequencies but its patients are known to show about this share of a disease's listed
     # findings whatever the list's length (else a plain list's findings share a few typical ones among them)
     listed_share: float | None = None
@@ -94,6 +97,11 @@ class DiseaseRecord:
     # what makes it likelier in whoever has it (smoking, heavy drinking, recent surgery), where the source
     # says: no graph edges (the schema has no risk-factor label), read by the consultation
     risk_factors: list[str] = field(default_factory=list)
+    # how many of 1,000 primary-care consultations are for it, where the source says (its class's middle)
+    prevalence: float | None = None
+    synonyms: list[str] = field(
+        default_factory=list
+    )  # other names of the disease, where the source gives them
 
     def add(self, relation: Relation, target: object, skips: Skips, passages: Sequence[str] = ()) -> None:
         """Add one neighbour (and the passages that state it); an unusable name is counted in `skips`."""

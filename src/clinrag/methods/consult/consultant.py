@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from clinrag.conditions.catalogue import packaged_catalogue
+from clinrag.conditions.records import how_often
 from clinrag.core.models import DDX_SIZE, Evidence, Language
 from clinrag.core.provenance import Origin
 from clinrag.graph.importers.ddxplus_findings import is_question
@@ -466,6 +468,7 @@ class Consultant:
             probability=min(1.0, probability),
             icd10=disease.icd10,
             key=disease.key,
+            synonyms=disease.synonyms,
             source=disease.source,
             supporting=supporting,
             against=against,
@@ -572,15 +575,19 @@ class Consultant:
             traits = self.differential.model.traits.get(source)
             if traits is not None and traits.title:
                 provenance["title"] = traits.title
-            if symptom:
-                share = disease.frequencies[place]
-                references = [ref for ref in disease.references[place].split(";") if ref]
-                if share is not None:
-                    text += f" (in {share:.0%} of its patients)"
-                    provenance["frequency"] = share
-                if references:  # the publications and records that state it, for the reader to open
-                    text += f"; stated in {', '.join(references)}"
-                    provenance["references"] = references
+            cited = disease.references[place] if symptom else disease.cited.get(f"{relation}|{target}", "")
+            references = [ref for ref in cited.split(";") if ref]
+            if symptom and (share := disease.frequencies[place]) is not None:
+                text += f" ({how_often(share)} people with it)"
+                provenance["frequency"] = share
+            documents = packaged_catalogue().documents(references)
+            if documents:  # the knowledge base's documents: named, with where to read them
+                fields = {"issuer", "title", "year", "url"}
+                provenance["documents"] = [d.model_dump(include=fields) for d in documents]
+                provenance["title"] = "; ".join(f"{d.citation()} {d.url}" for d in documents)
+            elif references:  # the publications and records that state it, for the reader to open
+                text += f"; stated in {', '.join(references)}"
+                provenance["references"] = references
             evidence[fact_id] = Evidence(
                 id=fact_id,
                 kind="graph_fact",

@@ -101,6 +101,10 @@ class LikelihoodSettings:
     course_mismatch: float = 0.2  # the factor of a disease that does not present after so long a complaint
     risk_share: float = 0.67  # P(f | d) of a risk factor f the knowledge names for d
     risk_background: float = 0.1  # P(f | d) of a risk factor at least, whatever d: how common one is
+    # how far the prior follows how common the knowledge says a condition is (`DiseaseModel.base_rates`):
+    # chosen on the open-world tuning set (benchmarks/tune_knowledge.py: GTPA@1 + @3 0.85 at 0, 0.94 at 0.25,
+    # 0.90 at 0.5, 0.80 at 1), the classes being decades a full weight would trust too far
+    prevalence_exponent: float = 0.25
 
     def __post_init__(self) -> None:
         if not 0 <= self.mention_rate < 1:
@@ -216,7 +220,6 @@ class Differential:
             (c.id, parent): 1.0 / sites[parent] for c in vocabulary.concepts if c.site for parent in c.parents
         }
         self.below = below if below is not None else self.listings.below(self._parents)
-        self._base_rates = np.asarray(model.base_rates())
         self._sexes = np.array([sex_of(disease.icd10) or "" for disease in model.diseases])
         # the ages each disease begins within, where its source says (NaN: it does not)
         onsets = [disease.onset or (np.nan, np.nan) for disease in model.diseases]
@@ -249,6 +252,7 @@ class Differential:
             if model.traits[model.diseases[row].source].frequencies
         }
         self.annotated |= np.array([disease.source in sharing for disease in model.diseases], dtype=bool)
+        self.annotated &= ~np.array([model.traits[d.source].typical_findings for d in model.diseases])
         self._plain_rows = np.flatnonzero(~self.annotated)
         self._settle(settings)
         self._use(experience)
@@ -256,6 +260,7 @@ class Differential:
     def _settle(self, settings: LikelihoodSettings) -> None:
         """The likelihood settings, and what is computed from them alone."""
         self.settings = settings
+        self._base_rates = np.asarray(self.model.base_rates(settings.prevalence_exponent))
         self.leak = settings.leak
         self.mention_rate = settings.mention_rate
         self._silence: np.ndarray | None = None  # the sum over every finding counted, when first needed
@@ -269,6 +274,7 @@ class Differential:
         disease lists which finding, the hierarchy) are shared."""
         other = copy.copy(self)
         other._settle(settings)
+        other._use(other.experience)
         return other
 
     def _use(self, experience: Experience | None) -> None:

@@ -30,7 +30,7 @@ from clinrag.graph.importers.registry import graph_source
 from clinrag.graph.schema import Relation
 
 RARE_SHARE = 0.05  # the rare diseases' share of the base rate (see the module docstring)
-FORMAT_VERSION = 13
+FORMAT_VERSION = 14
 _ICD10 = re.compile(r"ICD-10 ([A-TV-Z][0-9][0-9A-Z](?:\.[0-9A-Z]{1,4})?)")
 
 
@@ -58,6 +58,14 @@ class Disease:
     # per symptom, the source that lists it (a name in two sources joins their lists)
     origins: list[str] = field(default_factory=list)
     risk_factors: list[str] = field(default_factory=list)  # what makes it likelier, where its source says
+    # how many of 1,000 primary-care consultations are for it, where its source says
+    prevalence: float | None = None
+    # the documents that state a test or a care item, where its source names them: "RELATION|name" → ids,
+    # ";"-separated as `references`
+    cited: dict[str, str] = field(default_factory=dict)
+    synonyms: list[str] = field(
+        default_factory=list
+    )  # other names it is known by, where its source gives them
 
     def __post_init__(self) -> None:  # a source that states no frequency or reference: one None, [] each
         if len(self.origins) < len(self.symptoms):
@@ -138,12 +146,21 @@ class DiseaseModel:
         sources = (disease.source, *disease.origins)
         return next((source for source in sources if self.traits[source].risk_factors), None)
 
-    def base_rates(self) -> list[float]:
-        """Each disease's base rate (summing to 1): rare diseases share `RARE_SHARE`, common ones the rest."""
+    def base_rates(self, prevalence_exponent: float = 1.0) -> list[float]:
+        """Each disease's base rate (summing to 1): rare diseases share `RARE_SHARE` evenly, common ones the
+        rest in proportion to how common their source says they are (its prevalence, raised to
+        `prevalence_exponent`: 0 treats them alike), one whose source says nothing as the median one."""
         rare = sum(d.rare for d in self.diseases)
         common = len(self.diseases) - rare
         rare_share = RARE_SHARE if rare and common else float(bool(rare))
-        return [rare_share / rare if d.rare else (1.0 - rare_share) / common for d in self.diseases]
+        stated = sorted(d.prevalence for d in self.diseases if not d.rare and d.prevalence)
+        middle = stated[len(stated) // 2] if stated else 1.0
+        weights = [(d.prevalence or middle) ** prevalence_exponent for d in self.diseases]
+        common_total = sum(w for w, d in zip(weights, self.diseases, strict=True) if not d.rare)
+        return [
+            rare_share / rare if d.rare else (1.0 - rare_share) * w / common_total
+            for w, d in zip(weights, self.diseases, strict=True)
+        ]
 
 
 # ICD-10 blocks of conditions of one sex: pregnancy, the genital organs and their tumours, gonadal
@@ -193,6 +210,13 @@ def _diseases(records: SourceRecords, traits: SourceTraits) -> list[Disease]:
                 onset=record.onset,
                 severity=record.severity,
                 risk_factors=list(record.risk_factors),
+                prevalence=record.prevalence,
+                cited={
+                    f"{relation}|{target}": ";".join(cited)
+                    for (relation, target), cited in record.references.items()
+                    if relation is not Relation.HAS_SYMPTOM and cited
+                },
+                synonyms=[s for s in record.synonyms if s != record.name],
             )
         )
     return diseases
@@ -205,7 +229,7 @@ def _join(present: Disease, other: Disease) -> None:
             present.frequencies.append(share)
             present.references.append(cited)
             present.origins.append(other.source)
-    for name in ("tests", "drugs", "cures", "excluded", "risk_factors"):
+    for name in ("tests", "drugs", "cures", "excluded", "risk_factors", "synonyms"):
         mine: list[str] = getattr(present, name)
         mine.extend(item for item in getattr(other, name) if item not in mine)
     if other.onset is not None:  # a name in two sources: every age either says it begins at
@@ -213,6 +237,9 @@ def _join(present: Disease, other: Disease) -> None:
         present.onset = (min(s for s, _ in spans), max(e for _, e in spans))
     if other.severity is not None:  # the graver rating of the two
         present.severity = min(present.severity or other.severity, other.severity)
+    for key, cited in other.cited.items():
+        present.cited.setdefault(key, cited)
+    present.prevalence = present.prevalence or other.prevalence
     present.icd10 = present.icd10 or other.icd10
     present.description = present.description or other.description
     # a disease a table of common conditions names is common there, whichever source was read first

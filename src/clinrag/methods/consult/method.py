@@ -7,6 +7,8 @@ evidence (see `prose`)."""
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
@@ -37,7 +39,9 @@ from clinrag.methods.resources import DataPath, DatasetPath, GraphSources
 if TYPE_CHECKING:  # the prose writer is imported when a model writes the sentences (it loads the indexes)
     from clinrag.methods.consult.prose import ProseWriter
 
-DEFAULT_SOURCES = "packaged:faker-diseases,packaged:hpo-diseases,packaged:ddxplus"
+DEFAULT_SOURCES = "packaged:conditions,packaged:hpo-diseases,packaged:ddxplus"
+# Chinese input: CMeKG, the Chinese medical knowledge graph, its diseases joined to clinrag's knowledge base
+DEFAULT_CHINESE_SOURCES = "packaged:cmekg,packaged:conditions,packaged:hpo-diseases"
 _LIKELY = LikelihoodSettings()  # the defaults of the likelihood settings below
 
 
@@ -46,6 +50,8 @@ class ConsultConfig(MethodConfig):
 
     # Disease knowledge: graph sources, comma-separated, as `clinrag graph build -s` names them.
     sources: GraphSources = DEFAULT_SOURCES
+    # The knowledge for Chinese input, as `sources`; None: `sources` for every language.
+    chinese_sources: GraphSources | None = DEFAULT_CHINESE_SOURCES
     # Similar past patients: DATASET:PATH (ddxplus, dialmed, icraft); in an evaluation, the dataset's other
     # patients are used when this is not set.
     patients: DatasetPath | None = None
@@ -88,6 +94,8 @@ class ConsultConfig(MethodConfig):
     onset_mismatch: float = Field(default=_LIKELY.onset_mismatch, gt=0.0, le=1.0)
     # … whose course (`clinical_tables/course.jsonl`) says it presents after a shorter or longer complaint
     course_mismatch: float = Field(default=_LIKELY.course_mismatch, gt=0.0, le=1.0)
+    # how far the prior follows how common the knowledge says a condition is in primary care (0: not at all)
+    prevalence_exponent: float = Field(default=_LIKELY.prevalence_exponent, ge=0.0, le=2.0)
     # How often a patient mentions, unasked, a finding they have (what goes unsaid then counts a little
     # against the diseases that nearly always show it; 0: not at all; see `differential`).
     mention_rate: float = Field(default=_LIKELY.mention_rate, ge=0.0, lt=1.0)
@@ -108,9 +116,11 @@ class ConsultConfig(MethodConfig):
     # excluded), or both; with "codes", a case without codes is read from its words.
     reads: Literal["text", "codes", "both"] = "both"
 
-    @field_validator("sources")
+    @field_validator("sources", "chinese_sources")
     @classmethod
-    def _sources(cls, value: str) -> str:
+    def _sources(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
         parts = [part.strip() for part in value.split(",") if part.strip()]
         if not parts:
             raise ValueError("name at least one knowledge source")
@@ -140,11 +150,27 @@ class ConsultMethod(Method):
         consultant: Consultant,
         prose: ProseWriter | None = None,
         reads: Literal["text", "codes", "both"] = "both",
+        other_languages: Mapping[str, Callable[[], Consultant]] | None = None,
     ) -> None:
+        """`consultant` answers every language but those `other_languages` builds a consultant of its own
+        for (on first use: Chinese input on CMeKG)."""
         self.consultant = consultant
         self.prose = prose
         self.reads = reads
         self.model = prose.model if prose is not None else None
+        self._other_languages = dict(other_languages or {})
+        self._by_language: dict[str, Consultant] = {}
+        self._lock = threading.Lock()
+
+    def consultant_for(self, language: str) -> Consultant:
+        """The consultant of input in `language`."""
+        make = self._other_languages.get(language)
+        if make is None:
+            return self.consultant
+        with self._lock:
+            if language not in self._by_language:
+                self._by_language[language] = make()
+            return self._by_language[language]
 
     async def aanswer(self, case: Case) -> Answer:
         consultant, state = await asyncio.to_thread(self._start, case)
@@ -159,13 +185,15 @@ class ConsultMethod(Method):
 
     def _start(self, case: Case) -> tuple[Consultant, ConsultState]:
         # A case that is itself in the patient base is left out of the experience (leave-case-out).
-        consultant = self.consultant.leaving_out(case.id)
+        consultant = self.consultant_for(case.language).leaving_out(case.id)
         return consultant, read_case(consultant, case, self.reads)
 
     def answer_state(self, case: Case, state: ConsultState, consultant: Consultant | None = None) -> Answer:
         if self.prose is not None:
             return run_sync(self.aanswer_state(case, state, consultant))
-        answer, report, evidence = self._reported(case, state, consultant or self.consultant)
+        answer, report, evidence = self._reported(
+            case, state, consultant or self.consultant_for(case.language)
+        )
         return _finished(answer, report, evidence, case)
 
     async def aanswer_state(
@@ -173,7 +201,7 @@ class ConsultMethod(Method):
     ) -> Answer:
         """The answer for what is known of the patient now (the text, and any answers to questions since)."""
         answer, report, evidence = await asyncio.to_thread(
-            self._reported, case, state, consultant or self.consultant
+            self._reported, case, state, consultant or self.consultant_for(case.language)
         )
         if self.prose is not None:
             report = await self.prose.awrite(report, evidence, _text(case), case.language, answer)
@@ -233,7 +261,9 @@ def _finished(answer: Answer, report: ConsultationReport, evidence: list[Evidenc
     answer.text = render(report.sentences)
     if not case.options and report.differential:
         ddx = [
-            RankedDiagnosis(name=d.name, probability=d.probability, code=d.icd10 or d.key)
+            RankedDiagnosis(
+                name=d.name, probability=d.probability, code=d.icd10 or d.key, synonyms=d.synonyms
+            )
             for d in report.differential
         ]
         answer.result = StructuredResult(choice=ddx[0].name, ddx=ddx)
@@ -249,8 +279,12 @@ def _text(case: Case) -> str:
 def build(context: MethodContext, config: ConsultConfig) -> ConsultMethod:
     """The consultation, with the prose writer when the model writes the sentences."""
     consultant = build_consultant(context, config)
+    other: dict[str, Callable[[], Consultant]] = {}
+    if config.chinese_sources is not None and config.chinese_sources != config.sources:
+        chinese = config.model_copy(update={"sources": config.chinese_sources, "chinese_sources": None})
+        other["zh"] = lambda: build_consultant(context, chinese)
     if (config.prose or context.settings.consult_prose) == "template":
-        return ConsultMethod(consultant, reads=config.reads)
+        return ConsultMethod(consultant, reads=config.reads, other_languages=other)
     from clinrag.methods.consult.prose import Names, ProseWriter
 
     writer = ProseWriter(
@@ -260,7 +294,7 @@ def build(context: MethodContext, config: ConsultConfig) -> ConsultMethod:
         refine_iterations=config.refine_iterations,
         unsupported=config.unsupported,
     )
-    return ConsultMethod(consultant, writer, reads=config.reads)
+    return ConsultMethod(consultant, writer, reads=config.reads, other_languages=other)
 
 
 def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultant:

@@ -26,6 +26,7 @@ class DiagnosisOut(BaseModel):
     probability: float = Field(ge=0.0, le=1.0)
     icd10: str | None = None
     key: str = ""  # the disease's id in its source ("OMIM:154700"), where it has one
+    synonyms: list[str] = Field(default_factory=list)  # other names it is known by
     source: str
     supporting: list[str] = Field(default_factory=list)  # findings reported that the knowledge lists for it
     against: list[str] = Field(default_factory=list)  # findings denied that the knowledge lists for it
