@@ -5,7 +5,7 @@ default consultation under each value of the grid below; open_dev_report.jsonl i
 what the README reports, from benchmarks/bench_consult.py --only knowledge). The lay DDXPlus development set
 is scored beside, as the set that must not fall. The knowledge is compiled once; only the likelihood
 settings change between runs. Prints one JSON line per setting, then the chosen one (the best sum of tune
-GTPA@1 and @3; ties: the value nearest 1, the classes as the knowledge states them).
+GTPA@1 and @3; ties: the first in the grid).
 
     .venv/bin/python benchmarks/tune_knowledge.py
 """
@@ -27,7 +27,9 @@ from clinrag.methods.consult.method import ConsultConfig, ConsultMethod, build_c
 CONSULT_DATA = Path(__file__).parents[1] / "tests" / "data" / "consult"
 TUNE = CONSULT_DATA / "open_dev_tune.jsonl"
 NO_FALL = CONSULT_DATA / "ddxplus_lay_dev.jsonl"
-GRID = {"prevalence_exponent": [0.0, 0.25, 0.5, 0.75, 1.0]}
+# (prevalence_exponent, typical_background): the prior's weight on how common a condition is, and the leak of
+# a common finding a typical-findings list does not name
+GRID = [(0.25, 0.25), (0.25, 0.5), (0.5, 0.25), (0.5, 0.5), (0.5, 1.0), (1.0, 0.5)]
 
 
 def scores(method: ConsultMethod, path: Path) -> dict[str, float]:
@@ -50,15 +52,19 @@ def main() -> None:
         consultant = build_consultant(context, ConsultConfig())
         base = consultant.differential
         results = []
-        for name, values in GRID.items():
-            for value in values:
-                settings = replace(base.settings, **{name: value})
-                consultant.differential = base.with_settings(settings)
-                method = ConsultMethod(consultant)
-                row = {name: value, "tune": scores(method, TUNE), "lay_ddxplus": scores(method, NO_FALL)}
-                print(json.dumps(row), flush=True)
-                results.append(row)
-    best = max(results, key=lambda r: (r["tune"]["gtpa@1"] + r["tune"]["gtpa@3"], -abs(r[name] - 1.0)))
+        for exponent, background in GRID:
+            settings = replace(base.settings, prevalence_exponent=exponent, typical_background=background)
+            consultant.differential = base.with_settings(settings)
+            method = ConsultMethod(consultant)
+            row = {
+                "prevalence_exponent": exponent,
+                "typical_background": background,
+                "tune": scores(method, TUNE),
+                "lay_ddxplus": scores(method, NO_FALL),
+            }
+            print(json.dumps(row), flush=True)
+            results.append(row)
+    best = max(results, key=lambda r: r["tune"]["gtpa@1"] + r["tune"]["gtpa@3"])
     print(json.dumps({"chosen": best}))
 
 

@@ -25,7 +25,7 @@ def test_readme_example_answer(home) -> None:
     result = invoke_cli("consult", README_EXAMPLE, "--json", env=home)
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
-    assert {"Pneumonia", "Acute Bronchitis"} & {d["name"] for d in answer["result"]["ddx"][:3]}
+    assert answer["result"]["ddx"][0]["name"] == "Pneumonia"
     known = {e["id"] for e in answer["evidence"]}
     for sentence in answer["details"]["sentences"]:
         assert sentence["evidence"] or sentence["kind"] in UNCITED_KINDS
@@ -33,14 +33,23 @@ def test_readme_example_answer(home) -> None:
         assert sentence["text"] in answer["text"]
     printed = invoke_cli("consult", README_EXAMPLE, env=home)
     assert printed.returncode == 0, printed.stderr
-    for part in ("findings", "pleuritic chest pain", "differential", "Pneumonia", "Answer", "see a doctor"):
+    for part in (
+        "findings",
+        "pleuritic chest pain",
+        "differential",
+        "Pneumonia",
+        "Answer",
+        "see a doctor",
+        "http",
+    ):
         assert part in printed.stdout
     # a reader gets numbered references with their sources; the raw ids stay in --json
     text, references = printed.stdout.split("Answer", 1)[1].split("References", 1)
     assert "[1" in text and "graph:" not in text and "finding:" not in text
     # [1] is the can't-miss guideline the urgency sentence cites first; what the patient said follows
     assert "[1] Pneumonia: a diagnosis not to miss" in references and "fever: present" in references
-    assert "faker-healthcare-provider" in references
+    # every fact of the knowledge base names its documents with their links; nothing is cited to test data
+    assert "faker" not in references.lower() and "https://" in references
 
 
 def test_interactive_session_through_stdin(home) -> None:
@@ -59,8 +68,11 @@ def test_interactive_session_through_stdin(home) -> None:
 
 
 def test_an_answer_that_is_a_red_flag_ends_the_interview_at_once(home) -> None:
-    text = "I have a headache and I feel sick"
-    result = invoke_cli("consult", "-i", text, "--max-questions", "5", stdin="yes\nyes\nyes\n", env=home)
+    # on DDXPlus's table alone, whose questions reach a red flag (confusion) by the third: the mechanism is
+    # tested, not which question the default knowledge asks first
+    text = "I have a sore throat and my voice is hoarse."
+    args = ("consult", "-s", "packaged:ddxplus", "-i", text, "--max-questions", "5")
+    result = invoke_cli(*args, stdin="yes\nyes\nyes\nyes\nyes\n", env=home)
     assert result.returncode == 0, result.stderr
     asked = [line for line in result.stdout.splitlines() if line.startswith("Q")]
     flag = next(line for line in result.stdout.splitlines() if "red flag:" in line)

@@ -487,6 +487,8 @@ def test_every_importer_registers_its_source_forms() -> None:
         "pycmekg:PATH",
         "packaged:cmekg",
         "packaged:conditions",
+        "packaged:disease-ontology",
+        "disease-ontology:PATH",
         "medicalgraph:PATH",
         "text:PATH",
     }

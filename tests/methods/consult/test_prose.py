@@ -60,8 +60,8 @@ def replies(template: Answer) -> dict[str, dict]:
             "kind": "differential",
         },
         "question": {
-            "text": sentences["questions"]["text"],
-            "evidence": sentences["questions"]["evidence"],
+            "text": sentences["question"]["text"],
+            "evidence": sentences["question"]["evidence"],
             "kind": "question",
         },
         "step": {**step, "kind": "step"},

@@ -43,7 +43,7 @@ CONDITIONS = "release_conditions.json"
 # condition → the body sites of its pain or swelling: {"condition", "kind", "sites", "source"}
 CONDITION_SITES = Path(__file__).parent / "data" / "ddxplus_condition_sites.jsonl"
 EVIDENCES = "release_evidences.json"
-_CODE = re.compile(r"[A-Z]\d{2}(?:\.\d+)?")
+_CODE = re.compile(r"[A-Z]\d{2}(?:\.[0-9A-Z]+)?")  # ICD-10-CM's seventh character may be a letter
 ANTECEDENTS = "antecedents (risk factors, history): not graph edges, the schema has no risk-factor label"
 ATTRIBUTES = "categorical / multi-choice evidences (attributes such as pain intensity): not findings"
 UNKNOWN_EVIDENCE = "evidence codes missing from release_evidences.json"

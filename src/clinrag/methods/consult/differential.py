@@ -101,10 +101,14 @@ class LikelihoodSettings:
     course_mismatch: float = 0.2  # the factor of a disease that does not present after so long a complaint
     risk_share: float = 0.67  # P(f | d) of a risk factor f the knowledge names for d
     risk_background: float = 0.1  # P(f | d) of a risk factor at least, whatever d: how common one is
-    # how far the prior follows how common the knowledge says a condition is (`DiseaseModel.base_rates`):
-    # chosen on the open-world tuning set (benchmarks/tune_knowledge.py: GTPA@1 + @3 0.85 at 0, 0.94 at 0.25,
-    # 0.90 at 0.5, 0.80 at 1), the classes being decades a full weight would trust too far
-    prevalence_exponent: float = 0.25
+    # how far the prior follows how common the knowledge says a condition is (`DiseaseModel.base_rates`), and
+    # a typical-findings list's leak for f as this share of such lists explaining f (`_knowledge_likelihood`):
+    # both chosen on the open-world tuning set (benchmarks/tune_knowledge.py, GTPA@1 + @3: 0.95 at 0.25 and
+    # 0.25, 0.94 at 0.5 and 0.25, 0.90 at 0.5 and 0.5, 0.73 at 1 and 0.5). The exponent is 0.5, one case
+    # below the best: at 0.25 a very rare condition (Ebola) led fever, headache, nausea, diarrhoea and
+    # fatigue, since the exposures that gate such conditions (travel, contact) are not weighed yet
+    prevalence_exponent: float = 0.5
+    typical_background: float = 0.25
 
     def __post_init__(self) -> None:
         if not 0 <= self.mention_rate < 1:
@@ -254,6 +258,8 @@ class Differential:
         self.annotated |= np.array([disease.source in sharing for disease in model.diseases], dtype=bool)
         self.annotated &= ~np.array([model.traits[d.source].typical_findings for d in model.diseases])
         self._plain_rows = np.flatnonzero(~self.annotated)
+        # the diseases of sources that list typical findings with their shares (clinrag's knowledge base)
+        self._typical_rows = np.flatnonzero([model.traits[d.source].typical_findings for d in model.diseases])
         self._settle(settings)
         self._use(experience)
 
@@ -497,7 +503,14 @@ class Differential:
         # disease's patient is not a syndrome's (microcephaly is not in one in seven with hypertension)
         plain = self._plain_rows
         plain_leak = self.leak if (p[plain] > 0).any() else min(self.leak, elsewhere)
+        # a list of a disease's typical findings leaves out the common, unspecific ones it does not name
+        # (fatigue in gastroenteritis): its leak for f is f's background among such lists, the share of them
+        # explaining f (`typical_background` of it), at least `leak`
+        typical = self._typical_rows
+        typical_share = float((p[typical] > 0).mean()) if len(typical) else 0.0
+        typical_leak = min(max(self.leak, settings.typical_background * typical_share), 0.5)
         p[plain] = np.maximum(p[plain], plain_leak)
+        p[typical] = np.maximum(p[typical], typical_leak)
         # A risk factor is common in anyone (`risk_background`), more so with the diseases it favours
         # (`risk_share`); a disease whose knowledge names no risk factors takes the mean of those whose
         # knowledge does, so that naming one moves only what is known. Only f itself counts: through the

@@ -96,6 +96,9 @@ class ConsultConfig(MethodConfig):
     course_mismatch: float = Field(default=_LIKELY.course_mismatch, gt=0.0, le=1.0)
     # how far the prior follows how common the knowledge says a condition is in primary care (0: not at all)
     prevalence_exponent: float = Field(default=_LIKELY.prevalence_exponent, ge=0.0, le=2.0)
+    # the leak of a finding a typical-findings list (the knowledge base) does not name, as this share of such
+    # lists naming it (0: the constant `leak`)
+    typical_background: float = Field(default=_LIKELY.typical_background, ge=0.0, le=2.0)
     # How often a patient mentions, unasked, a finding they have (what goes unsaid then counts a little
     # against the diseases that nearly always show it; 0: not at all; see `differential`).
     mention_rate: float = Field(default=_LIKELY.mention_rate, ge=0.0, lt=1.0)
