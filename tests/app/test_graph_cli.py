@@ -52,10 +52,9 @@ def expected(ddx_folder: Path) -> dict[str, dict[str, set[str]]]:
         row = json.loads(line)
         sites = graph[normalize(row["condition"])]["HAS_SYMPTOM"]
         sites |= {normalize(f"{site} {row['kind']}") for site in row["sites"]}
-    for name, row in DISEASE_CORRELATIONS.items():
+    for name, row in DISEASE_CORRELATIONS.items():  # the test-data table: its symptoms, never its drugs
         entry = graph.setdefault(normalize(name), {"HAS_SYMPTOM": set()})
         entry["HAS_SYMPTOM"] |= {normalize(s) for s in row["symptoms"]}
-        entry.setdefault("RECOMMEND_DRUG", set()).update(normalize(d) for d in row["medications"])
     return graph
 
 
@@ -70,18 +69,15 @@ def built(tmp_path_factory, ddx_folder) -> tuple[Path, dict]:
 def test_build_imports_both_sources_and_reports_the_counts(built, expected) -> None:
     _, report = built
     symptoms = set().union(*(e["HAS_SYMPTOM"] for e in expected.values()))
-    drugs = set().union(*(e.get("RECOMMEND_DRUG", set()) for e in expected.values()))
     assert report["nodes"] == {
         "Disease": len(expected),
         "Symptom": len(symptoms),
         "Test": 0,
-        "Drug": len(drugs),
+        "Drug": 0,
         "Cure": 0,
     }
     assert report["relations"]["HAS_SYMPTOM"] == sum(len(e["HAS_SYMPTOM"]) for e in expected.values())
-    assert report["relations"]["RECOMMEND_DRUG"] == sum(
-        len(e.get("RECOMMEND_DRUG", ())) for e in expected.values()
-    )
+    assert report["relations"]["RECOMMEND_DRUG"] == 0  # the test-data table recommends no drug
     assert [s["name"] for s in report["sources"]] == ["ddxplus", "faker-diseases"]
     assert [s["records_read"] for s in report["sources"]] == [49, 158]
     assert sum(s["nodes_added"]["Disease"] for s in report["sources"]) == len(expected)
@@ -128,16 +124,19 @@ def test_inverse_action_ranks_diseases_by_matched_symptoms(built, expected) -> N
     assert result["ranked"][0]["disease"] == "Influenza" and result["ranked"][0]["match_count"] == 3
 
 
-def test_forward_action_lists_a_diseases_drugs(built, expected) -> None:
-    folder, _ = built
+def test_forward_action_lists_a_diseases_tests(tmp_path) -> None:
+    """A forward action on clinrag's knowledge base: pneumonia's tests, each as the base states it."""
+    from clinrag.conditions.catalogue import packaged_catalogue
+
+    invoke("graph", "build", "-s", "packaged:conditions", "--data-dir", str(tmp_path), "--no-progress")
     result = json.loads(
-        invoke("graph", "action", "GET_DRUGS", "pneumonia", "--json", "--data-dir", str(folder))
+        invoke("graph", "action", "GET_TESTS", "pneumonia", "--json", "--data-dir", str(tmp_path))
     )
-    assert {normalize(t["tail"]) for t in result["triples"]} == expected["pneumonia"]["RECOMMEND_DRUG"]
-    assert result["totals"] == {"Pneumonia": len(expected["pneumonia"]["RECOMMEND_DRUG"])}
+    [pneumonia] = [c for c in packaged_catalogue().conditions if c.ddxplus == "Pneumonia"]
+    assert {t["tail"] for t in result["triples"] if t["head"] == "Pneumonia"} == {
+        t.name for t in pneumonia.tests
+    }
     assert "ICD-10 J18" in result["descriptions"]["Pneumonia"]
-    table = invoke("graph", "action", "GET_DRUGS", "pneumonia", "--data-dir", str(folder), "--top-k", "2")
-    assert "2 / 5" in table
 
 
 def test_min_match_filters_the_inverse_ranking(built) -> None:

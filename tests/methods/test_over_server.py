@@ -180,8 +180,16 @@ def test_deepdoctor_over_http(runner, tmp_path: Path) -> None:
 
 def test_consultation_prose_by_the_served_model(runner, tmp_path: Path) -> None:
     # Without Med-TextGrad's refinement (tested with DoctorRAG above): the draft and its sentence check.
+    # on DDXPlus's table, its patients' knowledge: the prompt fits the small served model's context
     _, _, (result,) = _run(
-        runner, tmp_path, "ddxplus-text", "consult", prose="llm", questions=1, refine_iterations=0
+        runner,
+        tmp_path,
+        "ddxplus-text",
+        "consult",
+        prose="llm",
+        questions=1,
+        refine_iterations=0,
+        sources="packaged:ddxplus",
     )
     assert result.answer.text and result.answer.evidence
     (draft,) = [step for step in result.answer.trace.steps if step.name == "consult.prose.draft"]
