@@ -34,7 +34,7 @@ class Catalogue:
     @classmethod
     def read(cls, folder: Path = DATA) -> Catalogue:
         sources: dict[str, Source] = {}
-        for where, source in _records(folder / SOURCES, Source):
+        for where, source in read_records(folder / SOURCES, Source):
             if source.id in sources:
                 raise DataFormatError(f"{where}: source id {source.id!r} registered twice")
             sources[source.id] = source
@@ -44,7 +44,7 @@ class Catalogue:
         conditions: list[Condition] = []
         ids: set[str] = set()
         for path in files:
-            for where, condition in _records(path, Condition):
+            for where, condition in read_records(path, Condition):
                 if condition.id in ids:
                     raise DataFormatError(f"{where}: condition id {condition.id!r} given twice")
                 if condition.system != path.stem:
@@ -54,7 +54,7 @@ class Catalogue:
                     raise DataFormatError(f"{where}: cites sources not in {SOURCES}: {', '.join(unknown)}")
                 ids.add(condition.id)
                 conditions.append(condition)
-        names = tuple(n for _, n in _records(folder / FINDING_NAMES, FindingNames))
+        names = tuple(n for _, n in read_records(folder / FINDING_NAMES, FindingNames))
         return cls(tuple(conditions), sources, folder, names)
 
     def names_in(self, language: str) -> dict[str, tuple[str, ...]]:
@@ -103,11 +103,13 @@ def packaged_catalogue() -> Catalogue:
     return Catalogue.read()
 
 
-def _records(path: Path, kind: type[R]) -> Iterator[tuple[str, R]]:
+def read_records(path: Path, kind: type[R]) -> Iterator[tuple[str, R]]:
+    """Each record of a JSON-lines file as `kind` validates it, with where it stands ("file:line"); a file
+    that cannot be read, a line that is not JSON or not such a record is a `DataFormatError` saying where."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise DataFormatError(f"{path}: cannot read the knowledge file ({exc})") from exc
+        raise DataFormatError(f"{path}: cannot read the file ({exc})") from exc
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue

@@ -42,6 +42,13 @@ def how_often(share: float) -> str:
     return "in some" if share >= 0.05 else "in few"
 
 
+def ordered_span(span: tuple[float, float], name: str) -> None:
+    """A (low, high) span of ages or days must have 0 <= low <= high."""
+    low, high = span
+    if not 0 <= low <= high:
+        raise ValueError(f"{name} must be 0 <= low <= high, got {low}, {high}")
+
+
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -135,9 +142,8 @@ class Onset(_Cited):
 
     @model_validator(mode="after")
     def _ordered(self) -> Onset:
-        for low, high in (self.ages, self.typical_ages or (0, 0)):
-            if not 0 <= low <= high:
-                raise ValueError(f"ages must be 0 <= low <= high, got {low}, {high}")
+        ordered_span(self.ages, "ages")
+        ordered_span(self.typical_ages or (0, 0), "typical_ages")
         return self
 
 
@@ -147,9 +153,7 @@ class Course(_Cited):
 
     @model_validator(mode="after")
     def _ordered(self) -> Course:
-        low, high = self.presents_within_days
-        if not 0 <= low <= high:
-            raise ValueError(f"presents_within_days must be 0 <= low <= high, got {low}, {high}")
+        ordered_span(self.presents_within_days, "presents_within_days")
         return self
 
 

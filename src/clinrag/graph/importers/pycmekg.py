@@ -32,6 +32,7 @@ import io
 import pickle
 import re
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -230,6 +231,12 @@ def packaged_pickle() -> Path:
     return Path(found.submodule_search_locations[0]) / "model" / "cmekg.pkl"
 
 
+@cache
+def _symptom_terms() -> tuple[dict[str, Any], ...]:
+    """The rows of `data/cmekg_symptoms_hpo.jsonl`, read once for the findings and the names."""
+    return tuple(srsly.read_jsonl(SYMPTOM_TERMS))
+
+
 def cmekg_findings(_: str = "") -> list[FindingTerm]:
     """The Chinese symptom names that `data/cmekg_symptoms_hpo.jsonl` links to HPO: named by the HPO term's
     label too when it is that finding, else a kind of it."""
@@ -240,7 +247,7 @@ def cmekg_findings(_: str = "") -> list[FindingTerm]:
             synonyms=(row["label"],) if row["same"] else (),
             parents=(row["hpo"],) if not row["same"] else (),
         )
-        for row in srsly.read_jsonl(SYMPTOM_TERMS)
+        for row in _symptom_terms()
     ]
 
 
@@ -250,7 +257,7 @@ def cmekg_names_in(language: str) -> dict[str, tuple[str, ...]]:
     names: dict[str, tuple[str, ...]] = {}
     if language != "zh":
         return names
-    for row in srsly.read_jsonl(SYMPTOM_TERMS):
+    for row in _symptom_terms():
         key = row["label"] if row["same"] else row["zh"]
         names[key] = (*names.get(key, ()), row["zh"])
     return names

@@ -11,17 +11,16 @@ differential then makes no assumption about its course."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from clinrag.conditions.catalogue import Catalogue, packaged_catalogue
-from clinrag.core.errors import DataFormatError
+from clinrag.conditions.catalogue import Catalogue, packaged_catalogue, read_records
+from clinrag.conditions.records import ordered_span
 from clinrag.methods.consult.diseases import Disease
 
 TABLES = Path(__file__).parent / "clinical_tables"
@@ -44,9 +43,7 @@ class Course(_Record):
 
     @model_validator(mode="after")
     def _ordered(self) -> Course:
-        low, high = self.presents_within_days
-        if not 0 <= low <= high:
-            raise ValueError(f"presents_within_days must be 0 <= low <= high, got {low}, {high}")
+        ordered_span(self.presents_within_days, "presents_within_days")
         return self
 
 
@@ -204,16 +201,4 @@ def _catalogue_dangers(catalogue: Catalogue | None) -> list[Danger]:
 
 
 def _read(path: Path, kind: type[R]) -> Sequence[R]:
-    records = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataFormatError(f"{path}: cannot read the clinical table ({exc})") from exc
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            records.append(kind(**json.loads(line)))
-        except (json.JSONDecodeError, ValidationError, TypeError) as exc:
-            raise DataFormatError(f"{path}:{number}: not a {kind.__name__} record ({exc})") from exc
-    return records
+    return [record for _, record in read_records(path, kind)]
