@@ -79,7 +79,7 @@ def test_an_answer_that_is_a_red_flag_ends_the_interview_at_once(home) -> None:
     # the interview stops at the answer that raised it, after saying how urgently to act
     assert flag.startswith(f"stopping after {len(asked)} questions") and len(asked) < 5
     before = result.stdout.split(flag)[0]
-    assert "Call emergency services now." in before.split(asked[-1])[1]
+    assert "Call emergency services or go to the emergency department now." in before.split(asked[-1])[1]
 
 
 def test_input_errors_are_clean(home) -> None:

@@ -70,7 +70,8 @@ def test_consultation_page_shows_the_reasoning_and_redraws_after_an_answer(
     ]
     assert page.locator(".finding-present q").first.inner_text() == "fever"
     # how urgently comes first, above the findings, with the dangerous diagnoses to rule out
-    assert "See a doctor today" in page.inner_text(".urgent.urgency-same_day[role='alert']")
+    assert "See a doctor today" in page.inner_text(".urgent.urgency-urgent[role='alert']")
+    assert "call emergency services" in page.inner_text(".urgent .safety-net").lower()
     top = page.locator(".ddx-list .diagnosis-name").all_inner_texts()[:3]
     assert {"Pneumonia", "Acute Bronchitis"} & set(top)
     assert "fever" in page.locator(".ddx-list .diagnosis").first.locator(".supporting").inner_text()

@@ -22,7 +22,7 @@ from clinrag.graph.importers.ddxplus import PACKAGED as DDXPLUS_PACKAGED
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
 from clinrag.knowledge.tagging import EmbeddingTagger
 from clinrag.methods.base import MethodContext
-from clinrag.methods.consult.compose import numbered, reference, rendered
+from clinrag.methods.consult.compose import numbered, reference, rendered, templates
 from clinrag.methods.consult.diseases import sex_of
 from clinrag.methods.consult.method import ConsultConfig, ConsultMethod, build_consultant
 from clinrag.methods.consult.report import Sentence
@@ -31,7 +31,9 @@ README_EXAMPLE = (
     "I am 45 and have had a fever, a productive cough and pain on the right side of my chest when I breathe "
     "for three days. What could this be and what should I do?"
 )
-UNCITED_KINDS = {"advice", "experience", "abstention"}
+# sentences resting on no evidence: advice (to see a doctor; when to seek help if it does not settle), the
+# note on past patients, an abstention
+UNCITED_KINDS = {"advice", "safety_net", "experience", "abstention"}
 
 
 @pytest.fixture(scope="module")
@@ -370,10 +372,7 @@ def test_the_report_is_data_and_compose_alone_puts_it_into_words(packaged) -> No
     ]
     assert [q.text for q in french.questions] == [f"Avez-vous : {q.finding} ?" for q in report.questions]
     assert french.sentences[0].kind == "urgency"  # how urgently comes first, in French
-    assert french.sentences[0].text in {
-        "Consultez un médecin aujourd'hui.",
-        "Appelez les services d'urgence maintenant.",
-    }
+    assert french.sentences[0].text == templates("fr")[f"disposition_{report.triage.disposition}"]
     findings = next(s for s in french.sentences if s.kind == "finding")
     assert findings.text.startswith("Vous signalez") and report.sentences == []
 

@@ -140,9 +140,13 @@ def test_a_faithful_reply_is_kept_with_its_citations(consultant, context, templa
         (s["text"], s["evidence"], s["kind"]) for s in FAITHFUL
     ]
     assert all(s["unsupported"] == [] for s in written)
-    # The sentences resting on no evidence stay the templates': the note on patients and the advice.
-    assert [s["kind"] for s in details["sentences"] if s["by"] == "template"] == ["experience", "advice"]
-    assert answer.text.startswith(FAITHFUL[0]["text"] + " [finding:hpo:HP:0001945, ")
+    # Where to go and how soon stays the templates' and comes first; so do the sentences resting on no
+    # evidence: the note on patients and the advice, last.
+    kept = [s["kind"] for s in details["sentences"] if s["by"] == "template"]
+    triage = [kind for kind in kept if kind in ("urgency", "safety_net")]
+    assert kept == [*triage, "experience", "advice"] and triage[0] == "urgency"
+    assert [s["by"] for s in details["sentences"]][: len(triage)] == ["template"] * len(triage)
+    assert FAITHFUL[0]["text"] + " [finding:hpo:HP:0001945, " in answer.text
     assert "see a doctor" in answer.text and answer.text != template.text
     request = server.requests[0]
     assert request["response_format"]["type"] == "json_schema"  # schema-constrained

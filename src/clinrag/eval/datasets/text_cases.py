@@ -44,6 +44,7 @@ class TextCaseRecord(BaseModel):
     system: str | None = None
     setting: str | None = None
     disposition: Literal["emergency", "urgent", "soon", "self_care"] | None = None
+    why: str | None = None  # … and why that disposition
 
     @field_validator("id", "text", "diagnosis", "icd10")
     @classmethod
@@ -65,7 +66,7 @@ def text_case(record: TextCaseRecord) -> Case:
     meta: dict[str, object] = {"icd10": record.icd10} if record.icd10 else {}
     meta.update(
         (key, value)
-        for key in ("pregnant", "system", "setting", "disposition")
+        for key in ("pregnant", "system", "setting", "disposition", "why")
         if (value := getattr(record, key)) is not None
     )
     return Case(

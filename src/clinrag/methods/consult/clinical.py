@@ -2,7 +2,9 @@
 (`clinical_tables/`, see its NOTICE.md): how long a disease's symptoms typically last when it presents
 (`course.jsonl`), the dangerous diagnoses not to miss with how urgently to act and what rules them in or out
 (`cant_miss.jsonl`), red-flag findings that call for urgent care whatever the diagnosis
-(`red_flags.jsonl`, by HPO term), and the readings of a measured quantity that state or deny a finding
+(`red_flags.jsonl`, by HPO term), the crises whose words alone call for emergency care, with their first
+advice (`crisis.jsonl`: an overdose, self-harm; the words are each language's `crisis.json`), and the
+readings of a measured quantity that state or deny a finding
 (`readings.jsonl`: a temperature of 38.5 is a fever).
 
 Course and danger are keyed by the disease's ICD-10 code, so they reach every source that codes its diseases
@@ -20,11 +22,11 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from clinrag.conditions.catalogue import Catalogue, packaged_catalogue, read_records
-from clinrag.conditions.records import ordered_span
+from clinrag.conditions.records import Disposition, ordered_span
 from clinrag.methods.consult.diseases import Disease
 
 TABLES = Path(__file__).parent / "clinical_tables"
-Urgency = Literal["emergency", "same_day"]
+Urgency = Literal["emergency", "urgent"]  # how urgently a danger or a red flag asks to be seen
 
 
 class _Record(BaseModel):
@@ -82,6 +84,17 @@ class RedFlag(_Record):
         return self.with_ is None or bool(present_hpo & set(self.with_))
 
 
+class Crisis(_Record):
+    """A situation the person's words alone make an emergency (an overdose, self-harm), whatever else the
+    text says; `advice` names the template of its first words (`crisis_<advice>` in `templates.json`)."""
+
+    crisis: str
+    label: str
+    advice: str
+    why: str
+    source: str
+
+
 class Reading(_Record):
     """A measured quantity the patient may give ("my temperature is 38.7") and the finding it states at or
     above `present_at_least`, or denies at or below `absent_at_most`, in `unit`; a reading between the two
@@ -109,6 +122,16 @@ class Reading(_Record):
         return "absent" if value <= self.absent_at_most else None
 
 
+# DDXPlus's severity (1: most severe … 5: least) as the care a typical presentation needs
+SEVERITY_DISPOSITIONS: dict[int, Disposition] = {
+    1: "emergency",
+    2: "urgent",
+    3: "soon",
+    4: "soon",
+    5: "self_care",
+}
+
+
 def icd10_key(code: str | None) -> str | None:
     """A code as the tables are keyed: the first of a list, upper case ("j17, j18" → "J17")."""
     if not code:
@@ -123,6 +146,11 @@ class ClinicalTables:
     dangers: dict[str, Danger]
     red_flags: tuple[RedFlag, ...]
     readings: tuple[Reading, ...]
+    crises: dict[str, Crisis]
+    # the knowledge base's conditions by code: how urgently a typical presentation needs care, and the
+    # changes that mean seeking help at once (their red flags, by name, with the documents that name them)
+    dispositions: dict[str, Disposition]
+    watch_for: dict[str, tuple[tuple[str, ...], str]]
 
     @classmethod
     def read(cls, folder: Path = TABLES, catalogue: Catalogue | None = None) -> ClinicalTables:
@@ -138,11 +166,23 @@ class ClinicalTables:
         for danger in dangers:
             if key := icd10_key(danger.icd10):
                 dangerous.setdefault(key, danger)
+        conditions = catalogue.conditions if catalogue is not None else ()
+        dispositions: dict[str, Disposition] = {}
+        watch_for: dict[str, tuple[tuple[str, ...], str]] = {}
+        for condition in conditions:
+            if key := icd10_key(condition.icd10):
+                dispositions.setdefault(key, condition.urgency.level)
+                cited = tuple(dict.fromkeys(s for flag in condition.red_flags for s in flag.source))
+                labels = tuple(flag.label for flag in condition.red_flags)
+                watch_for.setdefault(key, (labels, _documents_with_links(catalogue, cited)))
         return cls(
             by_code,
             dangerous,
             tuple(_read(folder / "red_flags.jsonl", RedFlag)),
             tuple(_read(folder / "readings.jsonl", Reading)),
+            {crisis.crisis: crisis for crisis in _read(folder / "crisis.jsonl", Crisis)},
+            dispositions,
+            watch_for,
         )
 
     def course_of(self, disease: Disease) -> Course | None:
@@ -152,6 +192,21 @@ class ClinicalTables:
     def danger_of(self, disease: Disease) -> Danger | None:
         key = icd10_key(disease.icd10)
         return self.dangers.get(key) if key else None
+
+    def disposition_of(self, disease: Disease) -> Disposition | None:
+        """How urgently a typical presentation of `disease` needs care: the knowledge base's condition of its
+        code, else its danger's urgency, else its source's severity rating (None: nothing says)."""
+        key = icd10_key(disease.icd10)
+        if key and key in self.dispositions:
+            return self.dispositions[key]
+        if (danger := self.danger_of(disease)) is not None:
+            return danger.urgency
+        return SEVERITY_DISPOSITIONS.get(disease.severity) if disease.severity is not None else None
+
+    def watch_for_of(self, disease: Disease) -> tuple[tuple[str, ...], str]:
+        """The red flags the knowledge base names for `disease`, and the documents naming them."""
+        key = icd10_key(disease.icd10)
+        return self.watch_for.get(key, ((), "")) if key else ((), "")
 
     def flags_raised(
         self, present_hpo: set[str], age: float | None, self_told: bool = False
@@ -169,6 +224,10 @@ def packaged_tables() -> ClinicalTables:
 
 def _documents(catalogue: Catalogue, ids: Sequence[str]) -> str:
     return "; ".join(source.citation() for source in catalogue.documents(ids))
+
+
+def _documents_with_links(catalogue: Catalogue, ids: Sequence[str]) -> str:
+    return "; ".join(f"{source.citation()} {source.url}" for source in catalogue.documents(ids))
 
 
 def _catalogue_courses(catalogue: Catalogue | None) -> list[Course]:
@@ -191,7 +250,7 @@ def _catalogue_dangers(catalogue: Catalogue | None) -> list[Danger]:
         Danger(
             icd10=c.icd10,
             name=c.name,
-            urgency="emergency" if c.urgency.level == "emergency" else "same_day",
+            urgency="emergency" if c.urgency.level == "emergency" else "urgent",
             rule_out=tuple(t.name for t in c.tests),
             source=_documents(catalogue, c.urgency.source),
         )

@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 from functools import cache
 
+from clinrag.conditions.catalogue import packaged_catalogue
 from clinrag.core.errors import DataFormatError
 from clinrag.core.models import Evidence, Language
 from clinrag.methods.consult.report import ConsultationReport, DiagnosisOut, FindingOut, NextStep, Sentence
 from clinrag.methods.consult.rules import RESOURCES, UnsupportedLanguageError
 from clinrag.methods.consult.statements import quote
+from clinrag.methods.consult.triage import CrisisOut
 
 SHOWN_DIAGNOSES = 3
 SHOWN_STEPS = 4  # per kind and diagnosis
@@ -67,7 +69,7 @@ def compose(
     """The answer's sentences from the report; `texts` gives the evidence's texts by id (the statements
     quoted)."""
     t = templates(language)
-    sentences = _urgency(report, t) + _findings(report, t)
+    sentences = _triage(report, language, t) + _findings(report, t)
     if report.abstained and not report.differential:
         if report.questions:  # what the text both states and denies, asked back
             asked = {q.concept for q in report.questions}
@@ -124,18 +126,22 @@ def compose(
     return sentences
 
 
-def _urgency(report: ConsultationReport, t: dict[str, str]) -> list[Sentence]:
-    """First, how urgently to act, why (the red flags reported), and the dangerous diagnoses not to miss with
-    what rules each in or out."""
+def _triage(report: ConsultationReport, language: Language, t: dict[str, str]) -> list[Sentence]:
+    """First, where to go and how soon: a crisis's first words, else the disposition; why (the red flags
+    reported, the dangerous diagnoses not to miss with what rules each in or out); when too little was
+    understood, that it could not be assessed; then the safety net (what change means seeking help at
+    once)."""
+    triage = report.triage
+    red = [e for flag in report.red_flags for e in flag.evidence]
+    raised = list(dict.fromkeys([*red, *(e for danger in report.dangers for e in danger.evidence)]))
     sentences = [
-        Sentence(
-            text=t[f"urgency_{report.urgency}"],
-            evidence=list(
-                dict.fromkeys(e for item in [*report.red_flags, *report.dangers] for e in item.evidence)
-            ),
-            kind="urgency",
-        )
+        Sentence(text=t[f"crisis_{advice}"], evidence=[e for c in crises for e in c.evidence], kind="urgency")
+        for advice, crises in _by_advice(triage.crises).items()
     ]
+    if not triage.crises:
+        sentences.append(
+            Sentence(text=t[f"disposition_{triage.disposition}"], evidence=raised, kind="urgency")
+        )
     sentences += [
         Sentence(
             text=t["red_flag"].format(finding=_capital(flag.finding), why=flag.why),
@@ -155,7 +161,28 @@ def _urgency(report: ConsultationReport, t: dict[str, str]) -> list[Sentence]:
         for danger in report.dangers
         if danger.rule_out
     ]
+    if not triage.assessed:
+        sentences.append(Sentence(text=t["not_assessed"], kind="urgency"))
+    named = packaged_catalogue().names_in(language)
+    watch = [named[item.label][0] if item.label in named else item.name for item in triage.watch_for]
+    if watch:
+        cited = list(dict.fromkeys(e for item in triage.watch_for for e in item.evidence))
+        sentences.append(
+            Sentence(text=t["watch_for"].format(items=_join(watch, t)), evidence=cited, kind="safety_net")
+        )
+    elif triage.disposition != "emergency":
+        sentences.append(Sentence(text=t["watch_for_general"], kind="safety_net"))
+    if triage.disposition != "emergency":
+        sentences.append(Sentence(text=t[f"safety_net_{triage.disposition}"], kind="safety_net"))
     return sentences
+
+
+def _by_advice(crises: list[CrisisOut]) -> dict[str, list[CrisisOut]]:
+    """The crises by the first words they call for, each said once."""
+    grouped: dict[str, list[CrisisOut]] = {}
+    for crisis in crises:
+        grouped.setdefault(crisis.advice, []).append(crisis)
+    return grouped
 
 
 def _capital(text: str) -> str:

@@ -20,6 +20,7 @@ from clinrag.core.models import DDX_SIZE, Evidence, Language
 from clinrag.core.provenance import Origin
 from clinrag.graph.importers.ddxplus_findings import is_question
 from clinrag.graph.schema import Relation
+from clinrag.methods.consult.clinical import Urgency
 from clinrag.methods.consult.differential import Differential, leading
 from clinrag.methods.consult.diseases import Disease
 from clinrag.methods.consult.findings import (
@@ -39,9 +40,9 @@ from clinrag.methods.consult.report import (
     NextStep,
     QuestionOut,
     RedFlagOut,
-    Urgency,
 )
 from clinrag.methods.consult.statements import statements_about
+from clinrag.methods.consult.triage import Triage
 from clinrag.methods.consult.vocabulary import Concept, reachable
 from clinrag.terms.hpo import ONSET_CLASSES, onset_ages
 
@@ -51,7 +52,6 @@ if TYPE_CHECKING:  # a knowledge base is built by the caller; importing it loads
 SHOWN_NOT_REPORTED = 3
 SEVERE = 2  # a source's severity (1: most severe … 5: least, as DDXPlus rates) that makes one dangerous
 SHOWN_RULE_OUT = 3  # the knowledge's tests named for ruling a dangerous diagnosis in or out
-URGENCIES: tuple[Urgency, ...] = ("emergency", "same_day", "routine")  # most urgent first
 STEP_DIAGNOSES = 3
 STEP_KINDS = (
     ("test", Relation.RECOMMEND_TEST),
@@ -103,6 +103,7 @@ class Consultant:
         kb: KnowledgeBase | None = None,
         cant_miss_above: float = 0.02,
         danger_weight: float = 0.3,
+        triage: Triage | None = None,
     ) -> None:
         self.differential = differential
         self.extractors = extractors  # the finding extractor of an input language
@@ -115,6 +116,8 @@ class Consultant:
         self.cant_miss_above = cant_miss_above
         # a question's weight for ruling those dangerous diagnoses in or out, beside its information gain
         self.danger_weight = danger_weight
+        # where to go and how soon (default: the triage's own settings on the differential's tables)
+        self.triage = triage if triage is not None else Triage(differential.clinical)
         self.concepts = {concept.id: concept for concept in differential.vocabulary.concepts}
 
     def patients(self) -> int | None:
@@ -227,6 +230,7 @@ class Consultant:
             patients=self.patients(),
         )
         known = state.known()
+        shares, leading_diseases = None, []
         if not any(known.values()):
             report.abstained = True
             report.abstention_reason = "no finding the patient has was understood"
@@ -253,6 +257,8 @@ class Consultant:
             report.questions = self._questions(posterior, said.keys() - contradicted, statuses, evidence)
             report.next_steps = self._steps(report.differential[:STEP_DIAGNOSES], evidence)
             report.dangers = self._dangers(posterior, evidence)
+            shares = self.triage.shares(posterior, self.levels)
+            leading_diseases = [self.differential.model.diseases[row] for row in order[:STEP_DIAGNOSES]]
             top = report.differential[0].probability
             if top < self.abstain_below:
                 report.abstained = True
@@ -260,9 +266,28 @@ class Consultant:
                     f"the most likely diagnosis has {top:.0%}, below {self.abstain_below:.0%}"
                 )
         report.red_flags = self._red_flags(known, extracted.age, extracted.self_told, evidence)
-        raised = [*report.dangers, *report.red_flags]
-        report.urgency = most_urgent([item.urgency for item in raised])
+        report.triage = self.triage.decide(
+            crises=extracted.crises,
+            red_flags=[(flag.urgency, flag.finding, flag.evidence) for flag in report.red_flags],
+            shares=shares,
+            understood=any(known.values()),
+            abstained=report.abstained,
+            leading=leading_diseases,
+            present={self.concepts[c].name.lower() for c, present in known.items() if present},
+            plain=self._plain_finding,
+            evidence=evidence,
+        )
         return report, list(evidence.values())
+
+    def _plain_finding(self, label: str) -> str:
+        """A finding named by the knowledge (an HPO label) in the words a patient uses, where it has them."""
+        concept = self.differential.vocabulary.first_known((label,))
+        return asked_name(concept) if concept is not None else label.lower()
+
+    @cached_property
+    def levels(self) -> np.ndarray:
+        """Per disease of the model: the care a typical presentation needs (`Triage.levels`)."""
+        return self.triage.levels(self.differential.model.diseases)
 
     @cached_property
     def dangerous(self) -> np.ndarray:
@@ -302,7 +327,7 @@ class Consultant:
                 urgency: Urgency = danger.urgency
                 rule_out, cites = list(danger.rule_out), [cited]
             else:  # rated severe by its source
-                urgency = "emergency" if disease.severity == 1 else "same_day"
+                urgency = "emergency" if disease.severity == 1 else "urgent"
                 rule_out = disease.tests[:SHOWN_RULE_OUT]
                 cites = [self._severity(disease, evidence)]
                 cites += [self._fact(disease, Relation.RECOMMEND_TEST, test, evidence) for test in rule_out]
@@ -596,10 +621,6 @@ class Consultant:
                 provenance=provenance,
             )
         return fact_id
-
-
-def most_urgent(levels: Sequence[Urgency]) -> Urgency:
-    return next((level for level in URGENCIES if level in levels), "routine")
 
 
 def asked_name(concept: Concept) -> str:

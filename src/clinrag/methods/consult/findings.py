@@ -19,6 +19,7 @@ from spacy.tokens import Doc, Span
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.embed.base import Embedder
+from clinrag.methods.consult.crises import CrisisMention, crises_in
 from clinrag.methods.consult.demographics import Duration, OnsetPhrase, Sex, Subject, first_sentence
 from clinrag.methods.consult.meaning import NEGATION_MARGIN, SEMANTIC_THRESHOLD, Meant
 from clinrag.methods.consult.pipeline import build_pipeline
@@ -57,6 +58,7 @@ class Findings(BaseModel):
     onset_classes: list[str] = Field(default_factory=list)  # HPO onset classes given as codes ("HP:0003593")
     subject: Subject | None = None  # whom the account is about, when not the one writing
     self_told: bool = False  # the one writing says it is about themselves ("I have …")
+    crises: list[CrisisMention] = Field(default_factory=list)  # words telling of a crisis (an overdose, …)
     not_understood: list[str] = Field(default_factory=list)
 
     def with_status(self, status: FindingStatus) -> list[Finding]:
@@ -124,6 +126,7 @@ class FindingExtractor:
             onset=doc._.onset,
             subject=doc._.subject,
             self_told=bool(doc._.self_told),
+            crises=crises_in(text, self.rules),
             not_understood=self._not_understood(text, covered),
         )
 

@@ -33,6 +33,7 @@ from clinrag.methods.consult.differential import Differential, Experience, Likel
 from clinrag.methods.consult.meaning import NEGATION_MARGIN, SEMANTIC_THRESHOLD
 from clinrag.methods.consult.questions import CANDIDATE_DISEASES
 from clinrag.methods.consult.report import ConsultationReport, Unsupported
+from clinrag.methods.consult.triage import Triage, TriageSettings
 from clinrag.methods.registry import register
 from clinrag.methods.resources import DataPath, DatasetPath, GraphSources
 
@@ -43,6 +44,7 @@ DEFAULT_SOURCES = "packaged:conditions,packaged:hpo-diseases,packaged:ddxplus"
 # Chinese input: CMeKG, the Chinese medical knowledge graph, its diseases joined to clinrag's knowledge base
 DEFAULT_CHINESE_SOURCES = "packaged:cmekg,packaged:conditions,packaged:hpo-diseases"
 _LIKELY = LikelihoodSettings()  # the defaults of the likelihood settings below
+_TRIAGE = TriageSettings()  # … and of the triage settings
 
 
 class ConsultConfig(MethodConfig):
@@ -63,6 +65,12 @@ class ConsultConfig(MethodConfig):
     # a question scores its information gain plus this times how much it would settle those diagnoses
     # (chosen on 400 DDXPlus patients of seed 1, benchmarks/bench_consult.py (ix); reported on seed 0)
     danger_weight: float = Field(default=0.3, ge=0.0, le=10.0)
+    # where to go and how soon (`triage.TriageSettings`): the differential's shares that raise or lower care
+    emergency_above: float = Field(default=_TRIAGE.emergency_above, gt=0.0, le=1.0)
+    danger_above: float = Field(default=_TRIAGE.danger_above, gt=0.0, le=1.0)
+    urgent_above: float = Field(default=_TRIAGE.urgent_above, gt=0.0, le=1.0)
+    self_care_above: float = Field(default=_TRIAGE.self_care_above, gt=0.0, le=1.0)
+    not_assessed: Literal["emergency", "urgent", "soon"] = _TRIAGE.not_assessed
     candidate_diseases: int = Field(default=CANDIDATE_DISEASES, ge=1, le=100)  # questions come from these
     # The differential's likelihoods (see `differential`; set a priori, not fitted to any evaluation set):
     # P(f | d) of a listed finding, where its source declares no share its patients show
@@ -330,6 +338,10 @@ def build_consultant(context: MethodContext, config: ConsultConfig) -> Consultan
         abstain_below=config.abstain_below,
         cant_miss_above=config.cant_miss_above,
         danger_weight=config.danger_weight,
+        triage=Triage(
+            differential.clinical,
+            TriageSettings(**config.model_dump(include=set(TriageSettings.__dataclass_fields__))),
+        ),
         kb=context.knowledge_base(config.kb, param="kb") if config.kb else None,
     )
 

@@ -20,7 +20,8 @@ template sentences citing it, and the patient's age, sex, duration and onset. Ag
   sentence about something else.
 A sentence failing any of these is dropped, or with `unsupported=flag` kept and marked with the reasons; a
 missing or invented citation and a dose not in the evidence always drop it. The sentences resting on no
-evidence (the note on similar patients, the advice to see a doctor) stay the templates'. When none of the
+evidence (the note on similar patients, the advice to see a doctor) and the triage (where to go and how soon,
+with its safety net) stay the templates'. When none of the
 model's sentences is left, the template sentences are used.
 """
 
@@ -105,6 +106,8 @@ A first draft of the answer:
 
 Revise the draft so that every sentence is supported by the evidence it cites and answers the patient. Reply \
 in the same JSON format."""
+
+TRIAGE_KINDS = ("urgency", "safety_net")  # never rewritten by the model
 
 
 class DraftSentence(BaseModel):
@@ -351,8 +354,11 @@ class ProseWriter:
                 "flagged": sum(bool(s.unsupported) for s in kept),
                 "dropped": [{"text": s.text, "reasons": s.unsupported} for s in dropped],
             }
-        # Kept sentences replace the cited template sentences; those resting on no evidence stay.
-        sentences = [*kept, *(s for s in report.sentences if not s.evidence)] if kept else report.sentences
+        # Kept sentences replace the cited template sentences; where to go and how soon stays the templates'
+        # and comes first, and the sentences resting on no evidence stay.
+        triage = [s for s in report.sentences if s.kind in TRIAGE_KINDS]
+        rest = [s for s in report.sentences if not s.evidence and s.kind not in TRIAGE_KINDS]
+        sentences = [*triage, *kept, *rest] if kept else report.sentences
         return report.model_copy(update={"sentences": sentences, "prose": prose, "dropped": dropped})
 
 

@@ -7,7 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from clinrag.methods.consult.clinical import Urgency
 from clinrag.methods.consult.findings import Contradiction, FindingStatus
+from clinrag.methods.consult.triage import TriageOut
 
 Unsupported = Literal["drop", "flag"]  # a sentence of the model's the evidence check does not support
 
@@ -35,9 +37,6 @@ class DiagnosisOut(BaseModel):
     statements: list[str] = Field(
         default_factory=list
     )  # evidence ids of the knowledge base's statements on it
-
-
-Urgency = Literal["emergency", "same_day", "routine"]
 
 
 class DangerOut(BaseModel):
@@ -81,7 +80,15 @@ class Sentence(BaseModel):
     text: str
     evidence: list[str] = Field(default_factory=list)
     kind: Literal[
-        "urgency", "finding", "differential", "question", "step", "experience", "abstention", "advice"
+        "urgency",
+        "safety_net",
+        "finding",
+        "differential",
+        "question",
+        "step",
+        "experience",
+        "abstention",
+        "advice",
     ]
     by: Literal["template", "llm"] = "template"  # who wrote it
     unsupported: list[str] = Field(default_factory=list)  # why the evidence check does not support it
@@ -103,7 +110,7 @@ class ConsultationReport(BaseModel):
     next_steps: list[NextStep] = Field(default_factory=list)
     dangers: list[DangerOut] = Field(default_factory=list)  # can't-miss diagnoses, most probable first
     red_flags: list[RedFlagOut] = Field(default_factory=list)
-    urgency: Urgency = "routine"  # the most urgent of the red flags' and the dangers'
+    triage: TriageOut = Field(default_factory=TriageOut)  # where to go and how soon, why, what to watch for
     abstained: bool = False
     abstention_reason: str | None = None
     patients: int | None = None  # the past patients the probabilities draw on (None: no patient base)

@@ -17,7 +17,9 @@ record shape per file (as medspaCy keeps `resources/en/context_rules.json`):
   noise when breathing in" → stridor), the first record matching wins; with `cue_only` the cue word alone
   is the mention ("… worse when I take a deep breath or lie flat": the pain keeps its own);
 - `patterns.json`: `{"name", "pattern"}`: the regular expressions of age, sex, duration, onset and clauses;
-- `tables.json`: `{"table", "key", "value"}`: number words, units, plain words for slang, templates.
+- `tables.json`: `{"table", "key", "value"}`: number words, units, plain words for slang, templates;
+- `crisis.json`: `{"crisis", "pattern"}`: the regular expressions of words that tell of a crisis of
+  `clinical_tables/crisis.jsonl` (an overdose, self-harm), read whatever else the text says.
 
 Adding a lay phrase is one line of `lay_phrases.json`."""
 
@@ -51,6 +53,7 @@ _FILES = (
     "nearby.json",
     "patterns.json",
     "tables.json",
+    "crisis.json",
 )
 
 
@@ -104,6 +107,7 @@ class LanguageRules:
     nearby: tuple[Nearby, ...]
     patterns: dict[str, tuple[re.Pattern[str], ...]]
     tables: dict[str, dict[str, Any]]
+    crises: dict[str, tuple[re.Pattern[str], ...]]  # crisis → the words that tell of it
     fingerprint: str = field(default="")
 
     def words(self, name: str) -> frozenset[str]:
@@ -193,6 +197,9 @@ def _rules(language: str, raw: dict[str, Any], digest: str) -> LanguageRules:
     patterns: dict[str, list[re.Pattern[str]]] = {}
     for record in raw["patterns.json"]:
         patterns.setdefault(record["name"], []).append(re.compile(record["pattern"]))
+    crises: dict[str, list[re.Pattern[str]]] = {}
+    for record in raw["crisis.json"]:
+        crises.setdefault(record["crisis"], []).append(re.compile(record["pattern"]))
     tables: dict[str, dict[str, Any]] = {}
     for record in raw["tables.json"]:
         tables.setdefault(record["table"], {})[record["key"]] = record["value"]
@@ -206,6 +213,7 @@ def _rules(language: str, raw: dict[str, Any], digest: str) -> LanguageRules:
         nearby=nearby,
         patterns={name: tuple(found) for name, found in patterns.items()},
         tables=tables,
+        crises={name: tuple(found) for name, found in crises.items()},
         fingerprint=digest,
     )
 
