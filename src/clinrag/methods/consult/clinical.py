@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from clinrag.conditions.catalogue import Catalogue, packaged_catalogue, read_records
 from clinrag.conditions.records import Disposition, ordered_span
+from clinrag.core.models import Evidence
 from clinrag.methods.consult.diseases import Disease
 
 TABLES = Path(__file__).parent / "clinical_tables"
@@ -130,6 +131,15 @@ SEVERITY_DISPOSITIONS: dict[int, Disposition] = {
     4: "soon",
     5: "self_care",
 }
+
+
+def cite_table(evidence: dict[str, Evidence], cited: str, text: str, table: str, **provenance: str) -> str:
+    """Cite a line of a clinical table (`table`, e.g. "red_flags") as evidence `cited`, once."""
+    evidence.setdefault(
+        cited,
+        Evidence(id=cited, kind="citation", text=text, source=f"clinical:{table}", provenance=provenance),
+    )
+    return cited
 
 
 def icd10_key(code: str | None) -> str | None:

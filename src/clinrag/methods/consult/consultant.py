@@ -20,7 +20,7 @@ from clinrag.core.models import DDX_SIZE, Evidence, Language
 from clinrag.core.provenance import Origin
 from clinrag.graph.importers.ddxplus_findings import is_question
 from clinrag.graph.schema import Relation
-from clinrag.methods.consult.clinical import Urgency
+from clinrag.methods.consult.clinical import Urgency, cite_table
 from clinrag.methods.consult.differential import Differential, leading
 from clinrag.methods.consult.diseases import Disease
 from clinrag.methods.consult.findings import (
@@ -312,17 +312,14 @@ class Consultant:
             disease = model.diseases[row]
             danger = tables.danger_of(disease)
             if danger is not None:
-                cited = f"clinical:cant_miss:{danger.icd10}:{danger.name}"
-                evidence.setdefault(
-                    cited,
-                    Evidence(
-                        id=cited,
-                        kind="citation",
-                        text=f"{danger.name}: a diagnosis not to miss ({danger.urgency.replace('_', ' ')}); "
-                        f"ruled in or out by {', '.join(danger.rule_out)}",
-                        source="clinical:cant_miss",
-                        provenance={"title": danger.source, "icd10": danger.icd10},
-                    ),
+                cited = cite_table(
+                    evidence,
+                    f"clinical:cant_miss:{danger.icd10}:{danger.name}",
+                    f"{danger.name}: a diagnosis not to miss ({danger.urgency}); "
+                    f"ruled in or out by {', '.join(danger.rule_out)}",
+                    "cant_miss",
+                    title=danger.source,
+                    icd10=danger.icd10,
                 )
                 urgency: Urgency = danger.urgency
                 rule_out, cites = list(danger.rule_out), [cited]
@@ -396,16 +393,13 @@ class Consultant:
         flags = []
         for flag in self.differential.clinical.flags_raised(set(reached), age, self_told):
             concept = reached[flag.hpo]
-            cited = f"clinical:red_flag:{flag.hpo}"
-            evidence.setdefault(
-                cited,
-                Evidence(
-                    id=cited,
-                    kind="citation",
-                    text=f"{flag.label}: a red flag ({flag.why}; {flag.urgency.replace('_', ' ')})",
-                    source="clinical:red_flags",
-                    provenance={"title": flag.source, "hpo": flag.hpo},
-                ),
+            cited = cite_table(
+                evidence,
+                f"clinical:red_flag:{flag.hpo}",
+                f"{flag.label}: a red flag ({flag.why}; {flag.urgency})",
+                "red_flags",
+                title=flag.source,
+                hpo=flag.hpo,
             )
             flags.append(
                 RedFlagOut(

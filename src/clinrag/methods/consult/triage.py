@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from clinrag.conditions.records import Disposition
 from clinrag.core.models import Evidence
-from clinrag.methods.consult.clinical import ClinicalTables
+from clinrag.methods.consult.clinical import ClinicalTables, cite_table
 from clinrag.methods.consult.crises import CrisisMention
 from clinrag.methods.consult.diseases import Disease
 
@@ -121,16 +121,13 @@ class Triage:
         out = TriageOut(shares=shares or {})
         for mention in crises:
             crisis = self.tables.crises[mention.crisis]
-            cited = f"clinical:crisis:{crisis.crisis}"
-            evidence.setdefault(
-                cited,
-                Evidence(
-                    id=cited,
-                    kind="citation",
-                    text=f"{crisis.label}: call emergency services ({crisis.why})",
-                    source="clinical:crisis",
-                    provenance={"title": crisis.source, "crisis": crisis.crisis},
-                ),
+            cited = cite_table(
+                evidence,
+                f"clinical:crisis:{crisis.crisis}",
+                f"{crisis.label}: call emergency services ({crisis.why})",
+                "crisis",
+                title=crisis.source,
+                crisis=crisis.crisis,
             )
             out.crises.append(
                 CrisisOut(
@@ -172,15 +169,13 @@ class Triage:
             for label in labels:
                 if label.lower() in present or len(watched) >= self.settings.watch_for:
                     continue
-                evidence.setdefault(
+                cite_table(
+                    evidence,
                     cited,
-                    Evidence(
-                        id=cited,
-                        kind="citation",
-                        text=f"{disease.name}: seek help at once with {', '.join(labels).lower()}",
-                        source="clinical:watch_for",
-                        provenance={"title": documents, "condition": disease.name},
-                    ),
+                    f"{disease.name}: seek help at once with {', '.join(labels).lower()}",
+                    "watch_for",
+                    title=documents,
+                    condition=disease.name,
                 )
                 watched.setdefault(label, WatchFor(label=label, name=plain(label))).evidence.append(cited)
         out.watch_for = list(watched.values())
