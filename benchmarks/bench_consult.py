@@ -65,9 +65,9 @@ from clinrag.eval.datasets.ddxplus_text import FirstPersonRenderer, introduction
 from clinrag.eval.runner import EvalRunner, RunRequest
 from clinrag.eval.sampling import sample_cases
 from clinrag.methods.base import MethodContext
-from clinrag.methods.consult.findings import FindingStatus
-from clinrag.methods.consult.method import ConsultConfig, build
-from clinrag.methods.consult.vocabulary import Concept
+from clinrag.consult.understand.findings import FindingStatus
+from clinrag.methods.consult import ConsultConfig, build
+from clinrag.consult.understand.vocabulary import Concept
 
 README_EXAMPLE = (
     "I am 45 and have had a fever, a productive cough and pain on the right side of my chest when I breathe "
@@ -260,8 +260,8 @@ def extraction_ms() -> tuple[float, float]:
     """Milliseconds per dev text: (phrases only, phrases and meaning), on HPO plus the lay symptom names."""
     from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 
-    from clinrag.methods.consult.findings import FindingExtractor
-    from clinrag.methods.consult.vocabulary import Vocabulary
+    from clinrag.consult.understand.findings import FindingExtractor
+    from clinrag.consult.understand.vocabulary import Vocabulary
 
     lay = sorted({name for disease in DISEASE_CORRELATIONS.values() for name in disease["symptoms"]})
     vocabulary = Vocabulary.from_hpo().merge(Vocabulary.of_source("packaged:faker-diseases", lay))
@@ -283,7 +283,7 @@ def findings_scores(home: Path) -> tuple[float, float]:
     """(precision, recall) of every finding of the dev texts, by the compiled pipeline of the packaged
     knowledge (a gold "A|B" accepts either concept)."""
     from clinrag.methods.base import MethodContext
-    from clinrag.methods.consult.method import ConsultConfig, build_consultant
+    from clinrag.methods.consult import ConsultConfig, build_consultant
 
     consultant = build_consultant(MethodContext(settings=Settings(home=home)), ConsultConfig())
     extractor = consultant.extractors("en")
@@ -305,7 +305,7 @@ def in_process_ms(home: Path) -> float:
     """p50 milliseconds of one consultation (findings to cited answer) in a warm process."""
     from clinrag.core.models import Case
     from clinrag.methods.base import MethodContext
-    from clinrag.methods.consult.method import ConsultConfig, ConsultMethod, build_consultant
+    from clinrag.methods.consult import ConsultConfig, ConsultMethod, build_consultant
 
     method = ConsultMethod(build_consultant(MethodContext(settings=Settings(home=home)), ConsultConfig()))
     texts = [json.loads(line)["text"] for path in DEV_PRESENTATIONS for line in path.open(encoding="utf-8")]
@@ -353,8 +353,8 @@ def api_ms(home: Path) -> float:
 
 _LOAD_COMPILED = """
 import sys, time, spacy
-from clinrag.methods.consult import findings  # registers the pipeline's factories
-from clinrag.methods.consult.compiled import NOT_SAVED
+from clinrag.consult.understand import findings  # registers the pipeline's factories
+from clinrag.consult.compiled import NOT_SAVED
 started = time.perf_counter()
 spacy.load(sys.argv[1], exclude=NOT_SAVED)
 print(time.perf_counter() - started)

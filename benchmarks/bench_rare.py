@@ -37,8 +37,8 @@ from clinrag.core.settings import Settings
 from clinrag.eval.datasets.phenopackets import cohort_names, load_phenopackets, split_cohorts
 from clinrag.eval.metrics import AnswerSpace, gold_rank
 from clinrag.methods.base import MethodContext
-from clinrag.methods.consult.consultant import Consultant
-from clinrag.methods.consult.method import ConsultConfig, build
+from clinrag.consult.consultant import Consultant
+from clinrag.methods.consult import ConsultConfig, build
 from clinrag.methods.meddx.hpo_patient import HpoPatient
 from clinrag.methods.phenomizer import Phenomizer
 from clinrag.terms.hpo import hpo_diseases, is_hpo_id

@@ -28,10 +28,10 @@ from pathlib import Path
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
 from clinrag.methods.base import MethodContext
-from clinrag.methods.consult.crises import CrisisMention
-from clinrag.methods.consult.method import ConsultConfig, build, read_case
-from clinrag.methods.consult.report import ConsultationReport
-from clinrag.methods.consult.triage import LEVELS, Triage, TriageSettings
+from clinrag.consult.understand.crises import CrisisMention
+from clinrag.methods.consult import ConsultConfig, build
+from clinrag.consult.answer.report import ConsultationReport
+from clinrag.consult.reason.triage import LEVELS, Triage, TriageSettings
 
 CONSULT_DATA = Path(__file__).parents[1] / "tests" / "data" / "consult"
 SETS = {
@@ -64,8 +64,7 @@ def read_cases(method, names: list[str]) -> list[Read]:
     reads = []
     for name in names:
         for case in load_dataset("text-cases", CONSULT_DATA / name).cases:
-            consultant = method.consultant_for(case.language)
-            state = read_case(consultant, case)
+            consultant, state = method.start(case)
             report, _ = consultant.report(state)
             understood = any(state.known().values())
             reads.append(

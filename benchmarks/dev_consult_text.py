@@ -23,7 +23,7 @@ from clinrag.core.settings import load_settings
 from clinrag.eval.datasets import load_dataset
 from clinrag.eval.sampling import sample_cases
 from clinrag.methods.base import MethodContext
-from clinrag.methods.consult.method import ConsultConfig, build_consultant
+from clinrag.methods.consult import ConsultConfig, build_consultant
 
 BENCH_LIMIT, BENCH_SEED = 200, 0  # bench_consult.py's defaults: never used here
 

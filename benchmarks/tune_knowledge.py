@@ -22,7 +22,7 @@ from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
 from clinrag.eval.metrics import AnswerSpace, gold_rank
 from clinrag.methods.base import MethodContext
-from clinrag.methods.consult.method import ConsultConfig, ConsultMethod, build_consultant
+from clinrag.methods.consult import ConsultConfig, ConsultMethod, build_consultant
 
 CONSULT_DATA = Path(__file__).parents[1] / "tests" / "data" / "consult"
 TUNE = CONSULT_DATA / "open_dev_tune.jsonl"

@@ -35,9 +35,9 @@ from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets.phenopackets import load_phenopackets
 from clinrag.methods.base import MethodContext
-from clinrag.methods.consult.consultant import Consultant
-from clinrag.methods.consult.differential import Differential
-from clinrag.methods.consult.method import ConsultConfig, build, read_case
+from clinrag.consult.consultant import Consultant
+from clinrag.consult.reason.differential import Differential
+from clinrag.methods.consult import ConsultConfig, build, read_case
 from clinrag.terms.hpo import onset_ages
 
 GRID = {

@@ -117,7 +117,7 @@ def consult_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     two cores); a consultant opened on it loads it in about a second. No CLINRAG_* setting from the
     developer's shell reaches the build."""
     from clinrag.methods.base import MethodContext
-    from clinrag.methods.consult.method import ConsultConfig, build_consultant
+    from clinrag.methods.consult import ConsultConfig, build_consultant
 
     home = tmp_path_factory.mktemp("consult-home")
     with pytest.MonkeyPatch.context() as patch:

@@ -13,7 +13,7 @@ import pytest
 from clinrag.eval.datasets.phenopackets import onset_code, read_phenopacket
 from clinrag.terms.hpo import ONSET_CLASSES
 from tests.app.test_cli import _assert_clean_failure, invoke_cli
-from tests.methods.consult.test_consult import README_EXAMPLE, UNCITED_KINDS
+from tests.consult.test_consult import README_EXAMPLE, UNCITED_KINDS
 
 
 @pytest.fixture(scope="module")

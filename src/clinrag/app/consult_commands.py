@@ -93,7 +93,7 @@ def consult(
     for the leading diagnoses, and an answer whose every sentence cites its evidence. No model writes it
     unless --prose llm asks one to; its sentences are then kept only where the evidence supports them."""
     from clinrag.methods.base import MethodContext
-    from clinrag.methods.consult.method import ConsultConfig, build
+    from clinrag.methods.consult import ConsultConfig, build
 
     question = read_text(text)
     packet = None
@@ -115,25 +115,24 @@ def consult(
     method = build(MethodContext(settings=settings_from(ctx)), config)
     case = Case(id="consult", language=language, question=question, patient=patient)
     # With -i the answer comes after the interview (a model writing the prose is asked once, at the end).
-    consultant = method.consultant_for(language)
-    if interactive and consultant.report(consultant.start(question, language))[0].differential:
-        answer = _interview(method, case, max_questions, confidence)
+    consultant, state = method.start(case)
+    if interactive and consultant.report(state)[0].differential:
+        answer = _interview(method, case, consultant, state, max_questions, confidence)
     else:
-        answer = method.answer(case)
+        answer = method.answer_state(case, state, consultant)
     if as_json:
         out.print_json(answer.model_dump_json())
         return
     _print_answer(answer, language)
 
 
-def _interview(method, case: Case, max_questions: int, confidence: float) -> Answer:
+def _interview(method, case: Case, consultant, state, max_questions: int, confidence: float) -> Answer:
     """Ask the best question, take the answer, redraw the differential; stop at the question budget, at
     `confidence`, when no question is left, on end of input, or at once when an answer is a red flag (the
-    urgency sentence is printed then, before anything else)."""
-    from clinrag.methods.consult.compose import rendered
+    urgency sentence is printed then, before anything else). `state` is what `method.start` read of the
+    case (its words and any codes given with --hpo or --phenopacket)."""
+    from clinrag.consult.answer.compose import rendered
 
-    consultant = method.consultant_for(case.language)
-    state = consultant.start(case.question, case.language)
     asked = 0
     flags_before: set[str] = set()  # the red flags before the last answer: one it raises ends the interview
     while True:
@@ -170,7 +169,7 @@ def _interview(method, case: Case, max_questions: int, confidence: float) -> Ans
             continue
         consultant.answer(state, question.concept, ANSWERS[reply])  # type: ignore[arg-type]
         asked += 1
-    return method.answer_state(case, state)
+    return method.answer_state(case, state, consultant)
 
 
 def _print_differential(differential) -> None:
@@ -181,8 +180,8 @@ def _print_differential(differential) -> None:
 
 
 def _print_answer(answer: Answer, language: str = "en") -> None:
-    from clinrag.methods.consult.compose import numbered, reference, templates
-    from clinrag.methods.consult.report import Sentence
+    from clinrag.consult.answer.compose import numbered, reference, templates
+    from clinrag.consult.answer.report import Sentence
 
     details = answer.details
     if answer.error:

@@ -15,7 +15,7 @@ from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
 from clinrag.methods.base import MethodContext
-from clinrag.methods.consult.method import ConsultConfig, build_consultant
+from clinrag.methods.consult import ConsultConfig, build_consultant
 from clinrag.methods.meddx.hpo_patient import HpoInterviewee, HpoPatient, terms_named
 from clinrag.methods.meddx.interviewee import UNKNOWN
 

@@ -43,7 +43,7 @@ from clinrag.core.errors import (
 )
 from clinrag.core.models import Answer, Case
 from clinrag.eval.datasets.phenopackets import phenopacket_case
-from clinrag.methods.consult.report import ConsultationReport
+from clinrag.consult.answer.report import ConsultationReport
 from clinrag.methods.meddx.interactive import DdxSession
 
 log = logging.getLogger("clinrag.api")

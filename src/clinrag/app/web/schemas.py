@@ -9,7 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Evidence, Language, RankedDiagnosis, TaskKind
-from clinrag.methods.consult.report import ConsultationReport
+from clinrag.consult.answer.report import ConsultationReport
 from clinrag.terms.hpo import TERM_ID
 
 MAX_TEXT_CHARS = 20_000

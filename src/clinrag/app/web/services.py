@@ -22,9 +22,9 @@ from clinrag.core.settings import Settings
 from clinrag.embed.base import Embedder
 from clinrag.llm.base import ChatModel
 from clinrag.methods.base import SHARED_PARTS, Method, MethodContext
-from clinrag.methods.consult.consultant import ConsultState
-from clinrag.methods.consult.findings import FindingStatus
-from clinrag.methods.consult.method import ConsultMethod
+from clinrag.consult.consultant import ConsultState
+from clinrag.consult.understand.findings import FindingStatus
+from clinrag.methods.consult import ConsultMethod
 from clinrag.methods.meddx.interactive import DdxSession, InteractiveDdx
 from clinrag.methods.meddx.interviewee import QuestionMatcher
 from clinrag.methods.resources import ResourcePolicy
@@ -252,7 +252,7 @@ class ConsultSessions:
         method = await self._method(params)
         session_id = uuid.uuid4().hex
         case = Case(id=f"session-{session_id[:12]}", language=language, question=text)
-        state = await asyncio.to_thread(method.consultant_for(language).start, text, language)
+        _, state = await asyncio.to_thread(method.start, case)
         session = ConsultSession(dict(params), case, state)
         self.sessions.put(session_id, session)
         return session_id, session

@@ -33,8 +33,8 @@ from clinrag.app.web.schemas import (
 )
 from clinrag.app.web.security import TOKEN_COOKIE, Unauthorized, token_matches
 from clinrag.core.errors import ClinragError, validation_problems
-from clinrag.methods.consult.compose import numbered, reference
-from clinrag.methods.consult.report import NextStep
+from clinrag.consult.answer.compose import numbered, reference
+from clinrag.consult.answer.report import NextStep
 
 HERE = Path(__file__).parent
 HTMX_FILE = "htmx.min.js"

@@ -7,9 +7,9 @@ candidates; this is where clinrag proposes them itself, from cited knowledge."""
 from __future__ import annotations
 
 from clinrag.core.models import Case
-from clinrag.methods.consult.consultant import Consultant
-from clinrag.methods.consult.differential import leading
-from clinrag.methods.consult.method import read_case
+from clinrag.consult.consultant import Consultant
+from clinrag.consult.reason.differential import leading
+from clinrag.methods.consult import read_case
 
 
 def knowledge_candidates(consultant: Consultant, case: Case, n: int) -> dict[str, str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import HIDDEN_HPO_EXCLUDED, HIDDEN_HPO_OBSERVED, HPO_EXCLUDED, HPO_OBSERVED, Case
 from clinrag.core.usage import Usage
-from clinrag.methods.consult.consultant import Consultant
+from clinrag.consult.consultant import Consultant
 from clinrag.methods.meddx.interviewee import UNKNOWN, Exchange
 from clinrag.methods.meddx.structured_patient import Reply
 from clinrag.terms.hpo import ancestors, descendants, hpo_terms, is_hpo_id

@@ -20,9 +20,9 @@ from pydantic import Field, field_validator, model_validator
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import HIDDEN_HPO_OBSERVED, Answer, Case, StructuredResult
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
-from clinrag.methods.consult.consultant import Consultant
-from clinrag.methods.consult.method import ConsultConfig
-from clinrag.methods.consult.method import build as build_consult
+from clinrag.consult.consultant import Consultant
+from clinrag.methods.consult import ConsultConfig
+from clinrag.methods.consult import build as build_consult
 from clinrag.methods.meddx.candidates import knowledge_candidates
 from clinrag.methods.meddx.consultation import Consultation
 from clinrag.methods.meddx.diagnosis_agent import DiagnosisAgent, Strategy
