@@ -1,0 +1,59 @@
+"""The consultation on free-text presentations, case by case (development only): GTPA@1/3, abstentions and
+findings read per case as one JSON line, and with `--show` every case the leading diagnosis misses, with the
+findings the consultation read (present +, absent -) and its top three, so a reader sees what was not
+understood. Run it on the tuning halves only (`*_tune.jsonl`); the report halves are for `bench_consult.py`.
+
+    .venv/bin/python benchmarks/dev_lay_text.py tests/data/consult/ddxplus_lay_fr_tune.jsonl --show
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from clinrag.core.settings import Settings
+from clinrag.eval.datasets import load_dataset
+from clinrag.eval.metrics import AnswerSpace, gold_rank
+from clinrag.methods.base import MethodContext
+from clinrag.methods.consult import ConsultConfig, build
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", type=Path, nargs="+", help="text-cases JSONL files")
+    parser.add_argument("--show", action="store_true", help="print every case the leading diagnosis misses")
+    parser.add_argument("--home", type=Path, default=None, help="CLINRAG_HOME to reuse compiled knowledge")
+    args = parser.parse_args()
+    home = args.home or Path(tempfile.mkdtemp(prefix="clinrag-dev-"))
+    method = build(MethodContext(settings=Settings(home=home)), ConsultConfig())
+    ranks, abstained, read = [], 0, 0
+    for path in args.cases:
+        for case in load_dataset("text-cases", path).cases:
+            answer = method.answer(case)
+            ddx = answer.result.ddx if answer.result else []
+            rank = gold_rank(ddx, case.gold.answer, AnswerSpace({}), case.gold.answers, case.meta.get("icd10"))
+            findings = answer.details.get("findings", [])
+            ranks.append(rank)
+            abstained += bool(answer.details.get("abstained"))
+            read += len(findings)
+            if args.show and rank > 1:
+                marks = [("+" if f["status"] == "present" else "-") + f["name"] for f in findings]
+                print(f"\n[{case.id}] gold {case.gold.answer} at {rank if rank <= 10 else '>10'}")
+                print("  text:", case.question)
+                print("  read:", ", ".join(marks) or "nothing")
+                print("  top3:", [f"{d.name} {d.probability:.2f}" for d in ddx[:3]])
+    n = len(ranks)
+    summary = {
+        "cases": n,
+        "gtpa@1": round(sum(r <= 1 for r in ranks) / n, 4),
+        "gtpa@3": round(sum(r <= 3 for r in ranks) / n, 4),
+        "abstained": abstained,
+        "findings_per_case": round(read / n, 2),
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
