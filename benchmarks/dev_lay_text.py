@@ -25,9 +25,10 @@ def main() -> None:
     parser.add_argument("cases", type=Path, nargs="+", help="text-cases JSONL files")
     parser.add_argument("--show", action="store_true", help="print every case the leading diagnosis misses")
     parser.add_argument("--home", type=Path, default=None, help="CLINRAG_HOME to reuse compiled knowledge")
+    parser.add_argument("--param", action="append", default=[], help="a consult parameter, NAME=VALUE")
     args = parser.parse_args()
     home = args.home or Path(tempfile.mkdtemp(prefix="clinrag-dev-"))
-    method = build(MethodContext(settings=Settings(home=home)), ConsultConfig())
+    method = build(MethodContext(settings=Settings(home=home)), ConsultConfig.from_params(dict(p.split("=", 1) for p in args.param)))
     ranks, abstained, read = [], 0, 0
     for path in args.cases:
         for case in load_dataset("text-cases", path).cases:

@@ -10,6 +10,9 @@ import pytest
 from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 
 from clinrag.core.errors import DataFormatError
+from clinrag.core.settings import Settings
+from clinrag.methods.base import MethodContext
+from clinrag.methods.consult import ConsultConfig, build_consultant
 from clinrag.consult.understand import rules as rules_module
 from clinrag.consult.understand.rules import UnsupportedLanguageError, languages, load_rules
 from clinrag.consult.understand.vocabulary import Vocabulary
@@ -33,6 +36,21 @@ def test_every_rule_target_resolves(full_vocabulary: Vocabulary) -> None:
     unknown = [
         (where, name) for where, names in targets for name in names if full_vocabulary.lookup(name) is None
     ]
+    assert unknown == []
+
+
+@pytest.mark.parametrize("language", ["fr", "zh"])
+def test_every_french_and_chinese_rule_target_resolves(consult_home: Path, language: str) -> None:
+    """A French or Chinese rule names its finding by the name the default knowledge gives it in that language
+    or by HPO id: each must be a finding of that language's vocabulary (an HPO finding without a name in
+    the language would never be read)."""
+    compiled = build_consultant(MethodContext(settings=Settings(home=consult_home)), ConsultConfig())
+    vocabulary, _ = compiled.extractors.compiled.pipeline(language)
+    targets = load_rules(language).targets()
+    assert len(targets) > 500
+    unknown = sorted(
+        {name for _, names in targets for name in names if vocabulary.first_known((name,)) is None}
+    )
     assert unknown == []
 
 
