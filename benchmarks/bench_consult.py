@@ -8,7 +8,9 @@
     held-out set: no parameter was fitted to them; changes are judged on presentations_dev*.jsonl, written
     apart from it) on the packaged default knowledge: top-1 and top-3 hits.
 (iii) `clinrag consult` as a user runs it on the README example: the first run on an empty home (the disease
-    model is built) and warm runs (their median), wall time and peak RSS of each, and their ratio.
+    model is built, and the warm process started), warm runs answered by that process (their median), and in
+    the same run the baseline: runs that load the compiled knowledge themselves (no warm process, as before
+    #52); wall time and peak RSS, and their ratios.
 (iv) Finding extraction on the dev texts (tests/data/consult/findings_dev.jsonl): milliseconds per text with
     the matching by meaning (MiniLM) against phrase matching alone, and their ratio; the precision and
     recall of every finding there, with the compiled pipeline of the packaged knowledge.
@@ -57,6 +59,8 @@ from pathlib import Path
 
 import httpx
 
+from clinrag.consult.understand.finding_types import FindingStatus
+from clinrag.consult.understand.vocabulary import Concept
 from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
@@ -65,9 +69,7 @@ from clinrag.eval.datasets.ddxplus_text import FirstPersonRenderer, introduction
 from clinrag.eval.runner import EvalRunner, RunRequest
 from clinrag.eval.sampling import sample_cases
 from clinrag.methods.base import MethodContext
-from clinrag.consult.understand.findings import FindingStatus
 from clinrag.methods.consult import ConsultConfig, build
-from clinrag.consult.understand.vocabulary import Concept
 
 README_EXAMPLE = (
     "I am 45 and have had a fever, a productive cough and pain on the right side of my chest when I breathe "
@@ -97,6 +99,7 @@ KNOWLEDGE = {
 }
 API_REQUESTS = 20
 QUESTIONS = 5  # the questioning's budget in (ix)
+WARM_IDLE_S = 120.0  # the warm process's idle time in the timed runs
 WARM_RUNS = 5  # the warm run's figure is their median (one run on 2 shared cores varies by ±0.2 s)
 
 
@@ -239,8 +242,9 @@ sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
-def timed_consult(home: Path) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of one `clinrag consult` process on `home`."""
+def timed_consult(home: Path, warm_s: float = 0.0) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one `clinrag consult` process on `home`; with `warm_s`, the warm
+    process (`app/warm.py`) is asked, or started for the next run."""
     command = [sys.executable, "-m", "clinrag", "consult", "--json", README_EXAMPLE]
     started = time.perf_counter()
     result = subprocess.run(
@@ -248,12 +252,48 @@ def timed_consult(home: Path) -> tuple[float, float]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={"CLINRAG_HOME": str(home), "PATH": "/usr/bin:/bin"},
+        env={"CLINRAG_HOME": str(home), "PATH": "/usr/bin:/bin", "CLINRAG_CONSULT_WARM_S": str(warm_s)},
     )
     seconds = time.perf_counter() - started
     if result.returncode != 0:
         raise SystemExit(result.stderr)
     return seconds, int(result.stderr.strip().splitlines()[-1]) / 1024
+
+
+def speed(home: Path) -> dict[str, float]:
+    """(iii) and (v): `clinrag consult` first, warm and loading its own knowledge; in process; over HTTP."""
+    first_s, first_mb = timed_consult(home, WARM_IDLE_S)  # builds the knowledge, starts the warm process
+    listening(home)
+    warm = [timed_consult(home, WARM_IDLE_S) for _ in range(WARM_RUNS)]
+    subprocess.run(["pkill", "-f", f"clinrag.app.warm {home / 'run'}"], check=False)
+    loaded = [timed_consult(home) for _ in range(WARM_RUNS)]  # each run loads the knowledge itself
+    warm_s, warm_mb = statistics.median(s for s, _ in warm), max(mb for _, mb in warm)
+    loaded_s = statistics.median(s for s, _ in loaded)
+    consult_ms, post_ms = in_process_ms(home), api_ms(home)
+    return {
+        "first_run_s": round(first_s, 1),
+        "warm_run_s": round(warm_s, 2),
+        "first_vs_warm": round(first_s / warm_s, 2),
+        "loading_run_s": round(loaded_s, 2),
+        "warm_vs_loading_run": round(warm_s / loaded_s, 3),
+        "peak_rss_mb": round(max(first_mb, warm_mb)),
+        "in_process_p50_ms": round(consult_ms, 1),
+        "in_process_vs_warm_run": round(consult_ms / 1000 / warm_s, 4),
+        "api_p50_ms": round(post_ms, 1),
+        "api_vs_in_process": round(post_ms / consult_ms, 2),
+    }
+
+
+def listening(home: Path, seconds: float = 300.0) -> None:
+    """Wait until the warm process the first run started listens on its socket."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for path in (home / "run").glob("consult-*.sock"):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                if probe.connect_ex(str(path)) == 0:
+                    return
+        time.sleep(0.5)
+    raise SystemExit(f"no warm consultation process listened under {home / 'run'}")
 
 
 def extraction_ms() -> tuple[float, float]:
@@ -390,9 +430,17 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--limit", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", choices=["knowledge"], help="run one part alone: (x) the knowledge")
+    parser.add_argument(
+        "--only",
+        choices=["knowledge", "speed"],
+        help="run one part alone: (x) the knowledge, or (iii) and (v) the speed",
+    )
     args = parser.parse_args()
     ddxplus = (args.data / "ddxplus").resolve()
+    if args.only == "speed":
+        with tempfile.TemporaryDirectory() as scratch:
+            print(json.dumps({"benchmark": "consult_speed", **speed(Path(scratch) / "fresh-home")}))
+        return
     if args.only == "knowledge":
         with tempfile.TemporaryDirectory() as scratch:
             settings = Settings(home=Path(scratch) / "home", data_dir=args.data)
@@ -452,12 +500,8 @@ def main() -> None:
         asked = questioning(settings, ddxplus, args.limit, args.seed)
         knowledge = knowledge_ablation(settings, scratch_dir)
         home = scratch_dir / "fresh-home"
-        first_s, first_mb = timed_consult(home)
-        warm = [timed_consult(home) for _ in range(WARM_RUNS)]
-        warm_s, warm_mb = statistics.median(s for s, _ in warm), max(mb for _, mb in warm)
+        timings = speed(home)
         precision, recall = findings_scores(home)
-        consult_ms = in_process_ms(home)
-        post_ms = api_ms(home)
         compiled_load_s, ruler_add_s = ruler_loads(home)
     phrases_ms, meaning_ms = extraction_ms()
 
@@ -500,14 +544,7 @@ def main() -> None:
                 },
                 "findings_dev_precision": round(precision, 3),
                 "findings_dev_recall": round(recall, 3),
-                "first_run_s": round(first_s, 1),
-                "warm_run_s": round(warm_s, 2),
-                "first_vs_warm": round(first_s / warm_s, 2),
-                "peak_rss_mb": round(max(first_mb, warm_mb)),
-                "in_process_p50_ms": round(consult_ms, 1),
-                "in_process_vs_warm_run": round(consult_ms / 1000 / warm_s, 4),
-                "api_p50_ms": round(post_ms, 1),
-                "api_vs_in_process": round(post_ms / consult_ms, 2),
+                **timings,
                 "pipeline_load_s": round(compiled_load_s, 2),
                 "span_ruler_add_patterns_s": round(ruler_add_s, 2),
                 "pipeline_load_vs_add_patterns": round(compiled_load_s / ruler_add_s, 2),

@@ -32,12 +32,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from clinrag.consult.consultant import Consultant
 from clinrag.core.models import HPO_OBSERVED, HPO_ONSET, Case, RankedDiagnosis
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets.phenopackets import cohort_names, load_phenopackets, split_cohorts
 from clinrag.eval.metrics import AnswerSpace, gold_rank
 from clinrag.methods.base import MethodContext
-from clinrag.consult.consultant import Consultant
 from clinrag.methods.consult import ConsultConfig, build
 from clinrag.methods.meddx.hpo_patient import HpoPatient
 from clinrag.methods.phenomizer import Phenomizer

@@ -25,13 +25,13 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from clinrag.consult.answer.report import ConsultationReport
+from clinrag.consult.reason.triage import LEVELS, Triage, TriageSettings
+from clinrag.consult.understand.crises import CrisisMention
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
 from clinrag.methods.base import MethodContext
-from clinrag.consult.understand.crises import CrisisMention
 from clinrag.methods.consult import ConsultConfig, build
-from clinrag.consult.answer.report import ConsultationReport
-from clinrag.consult.reason.triage import LEVELS, Triage, TriageSettings
 
 CONSULT_DATA = Path(__file__).parents[1] / "tests" / "data" / "consult"
 SETS = {

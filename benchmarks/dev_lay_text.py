@@ -28,13 +28,18 @@ def main() -> None:
     parser.add_argument("--param", action="append", default=[], help="a consult parameter, NAME=VALUE")
     args = parser.parse_args()
     home = args.home or Path(tempfile.mkdtemp(prefix="clinrag-dev-"))
-    method = build(MethodContext(settings=Settings(home=home)), ConsultConfig.from_params(dict(p.split("=", 1) for p in args.param)))
+    method = build(
+        MethodContext(settings=Settings(home=home)),
+        ConsultConfig.from_params(dict(p.split("=", 1) for p in args.param)),
+    )
     ranks, abstained, read = [], 0, 0
     for path in args.cases:
         for case in load_dataset("text-cases", path).cases:
             answer = method.answer(case)
             ddx = answer.result.ddx if answer.result else []
-            rank = gold_rank(ddx, case.gold.answer, AnswerSpace({}), case.gold.answers, case.meta.get("icd10"))
+            rank = gold_rank(
+                ddx, case.gold.answer, AnswerSpace({}), case.gold.answers, case.meta.get("icd10")
+            )
             findings = answer.details.get("findings", [])
             ranks.append(rank)
             abstained += bool(answer.details.get("abstained"))

@@ -31,12 +31,12 @@ from pathlib import Path
 import numpy as np
 
 from bench_rare import cohort_halves
+from clinrag.consult.consultant import Consultant
+from clinrag.consult.reason.differential import Differential
 from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets.phenopackets import load_phenopackets
 from clinrag.methods.base import MethodContext
-from clinrag.consult.consultant import Consultant
-from clinrag.consult.reason.differential import Differential
 from clinrag.methods.consult import ConsultConfig, build, read_case
 from clinrag.terms.hpo import onset_ages
 

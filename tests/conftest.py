@@ -62,12 +62,14 @@ def data_dir() -> Path:
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own CLINRAG_HOME and no CLINRAG_* settings from the developer's shell."""
+    """Every test gets its own CLINRAG_HOME and no CLINRAG_* settings from the developer's shell; `clinrag
+    consult` starts no warm process (tests/app/test_warm.py starts one of its own)."""
     for name in list(os.environ):
         if name.startswith("CLINRAG_") and name != "CLINRAG_TEST_DATA":
             monkeypatch.delenv(name)
     home = tmp_path / "clinrag-home"
     monkeypatch.setenv("CLINRAG_HOME", str(home))
+    monkeypatch.setenv("CLINRAG_CONSULT_WARM_S", "0")
     return home
 
 

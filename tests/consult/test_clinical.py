@@ -9,18 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clinrag.consult.clinical import TABLES, ClinicalTables, packaged_tables
+from clinrag.consult.consultant import Consultant
+from clinrag.consult.diseases import Disease, DiseaseModel
+from clinrag.consult.reason.differential import Differential, LikelihoodSettings
+from clinrag.consult.understand.vocabulary import Vocabulary
 from clinrag.core.errors import DataFormatError
 from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.graph.importers import read_source
 from clinrag.graph.importers.records import SourceTraits
 from clinrag.methods.base import MethodContext
-from clinrag.consult.clinical import TABLES, ClinicalTables, packaged_tables
-from clinrag.consult.consultant import Consultant
-from clinrag.consult.reason.differential import Differential, LikelihoodSettings
-from clinrag.consult.diseases import Disease, DiseaseModel
 from clinrag.methods.consult import ConsultConfig, ConsultMethod, build_consultant
-from clinrag.consult.understand.vocabulary import Vocabulary
 from clinrag.terms.hpo import hpo_terms
 
 TRAITS = SourceTraits(lay=True, askable=True)

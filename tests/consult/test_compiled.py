@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import srsly
 
-from clinrag.core.errors import DataFormatError
 from clinrag.consult.compiled import COMPLETE, CompiledKnowledge, Extractors, fingerprint
 from clinrag.consult.diseases import FORMAT_VERSION, DiseaseModel
 from clinrag.consult.understand.rules import UnsupportedLanguageError, load_rules
 from clinrag.consult.understand.vocabulary import Vocabulary
+from clinrag.core.errors import DataFormatError
 
 pytestmark = pytest.mark.integration  # builds the packaged knowledge; a fresh process reads it back
 FAKER = ["packaged:faker-diseases"]

@@ -15,6 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clinrag.consult.answer.compose import numbered, reference, rendered, templates
+from clinrag.consult.answer.report import Sentence
+from clinrag.consult.diseases import sex_of
 from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
@@ -22,10 +25,7 @@ from clinrag.graph.importers.ddxplus import PACKAGED as DDXPLUS_PACKAGED
 from clinrag.knowledge.builder import KnowledgeBaseBuilder
 from clinrag.knowledge.tagging import EmbeddingTagger
 from clinrag.methods.base import MethodContext
-from clinrag.consult.answer.compose import numbered, reference, rendered, templates
-from clinrag.consult.diseases import sex_of
 from clinrag.methods.consult import ConsultConfig, ConsultMethod, build_consultant
-from clinrag.consult.answer.report import Sentence
 
 README_EXAMPLE = (
     "I am 45 and have had a fever, a productive cough and pain on the right side of my chest when I breathe "

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clinrag.graph.importers.records import SourceTraits
-from clinrag.consult.reason.differential import Differential, LikelihoodSettings, leading
 from clinrag.consult.diseases import Disease, DiseaseModel
+from clinrag.consult.reason.differential import Differential, LikelihoodSettings, leading
 from clinrag.consult.reason.listings import Listings
 from clinrag.consult.reason.questions import danger_gain, next_questions, questions_about
 from clinrag.consult.understand.vocabulary import Vocabulary
+from clinrag.graph.importers.records import SourceTraits
 
 pytestmark = pytest.mark.unit
 TRAITS = SourceTraits(lay=True, askable=True, salience_ordered=True)
@@ -115,7 +115,9 @@ def test_the_danger_weight_puts_first_the_question_that_settles_the_dangerous_di
     dangerous = [list(TABLE).index("Gastroenteritis")]  # as if it were one not to miss
     asked = {"n": 20, "candidate_diseases": 10}
     plain = next_questions(differential, posterior, {fever}, **asked, danger_weight=0.0)
-    weighted = next_questions(differential, posterior, {fever}, **asked, dangerous=dangerous, danger_weight=10.0)
+    weighted = next_questions(
+        differential, posterior, {fever}, **asked, dangerous=dangerous, danger_weight=10.0
+    )
     assert all(q.danger == 0 for q in plain)  # no weight: information gain alone, as before
     assert [q.concept for q in plain] == [q.concept for q in sorted(plain, key=lambda q: -q.gain)]
     assert weighted[0].danger == max(q.danger for q in weighted) > 0

@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 
+from clinrag.consult.consultant import asked_name, display_name
+from clinrag.consult.understand.findings import FindingExtractor, Findings
+from clinrag.consult.understand.vocabulary import Vocabulary
 from clinrag.core.errors import InvalidInputError
 from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
 from clinrag.graph.importers.ddxplus import CONDITION_SITES, read_ddxplus
@@ -22,9 +25,6 @@ from clinrag.graph.importers.ddxplus_findings import (
 )
 from clinrag.graph.importers.faker import symptom_terms
 from clinrag.graph.schema import Relation
-from clinrag.consult.consultant import asked_name, display_name
-from clinrag.consult.understand.findings import FindingExtractor, Findings
-from clinrag.consult.understand.vocabulary import Vocabulary
 from clinrag.terms.hpo import hpo_terms
 
 README_TEXT = (

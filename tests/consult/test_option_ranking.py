@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clinrag.consult.diseases import Disease
+from clinrag.consult.reason.option_ranking import OptionNames
 from clinrag.core.models import Case, Gold
 from clinrag.core.settings import Settings
 from clinrag.methods.base import MethodContext
-from clinrag.consult.diseases import Disease
 from clinrag.methods.consult import ConsultConfig, ConsultMethod, build_consultant
-from clinrag.consult.reason.option_ranking import OptionNames
 
 NAMES = ["Pneumonia", "Noonan syndrome 1", "Noonan syndrome 2", "Crigler-Najjar syndrome, type I", "Asthma"]
 POSTERIOR = np.array([0.4, 0.1, 0.2, 0.05, 0.25])

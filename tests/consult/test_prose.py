@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from clinrag.consult.answer.compose import render
+from clinrag.consult.answer.report import Sentence
+from clinrag.consult.consultant import Consultant
 from clinrag.core.models import Answer, Case
 from clinrag.core.settings import Settings
 from clinrag.methods.base import MethodContext
-from clinrag.consult.answer.compose import render
-from clinrag.consult.consultant import Consultant
 from clinrag.methods.consult import ConsultConfig, ConsultMethod, build_consultant
 from clinrag.methods.consult_prose import Names, ProseWriter
-from clinrag.consult.answer.report import Sentence
 from tests.app.test_cli import invoke_cli
 from tests.consult.test_consult import README_EXAMPLE
 from tests.openai_server import SCRIPTED_SETTINGS, LoopbackServer, ScriptedServer, chat_body, scripted_model

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 
+from clinrag.consult.understand import rules as rules_module
+from clinrag.consult.understand.rules import UnsupportedLanguageError, languages, load_rules
+from clinrag.consult.understand.vocabulary import Vocabulary
 from clinrag.core.errors import DataFormatError
 from clinrag.core.settings import Settings
 from clinrag.methods.base import MethodContext
 from clinrag.methods.consult import ConsultConfig, build_consultant
-from clinrag.consult.understand import rules as rules_module
-from clinrag.consult.understand.rules import UnsupportedLanguageError, languages, load_rules
-from clinrag.consult.understand.vocabulary import Vocabulary
 
 
 @pytest.fixture(scope="module")

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from clinrag.consult.answer.compose import rendered, templates
+from clinrag.consult.clinical import TABLES, packaged_tables
+from clinrag.consult.consultant import Consultant
+from clinrag.consult.reason.triage import LEVELS, Triage, TriageSettings
+from clinrag.consult.understand.crises import crises_in
+from clinrag.consult.understand.rules import RESOURCES, load_rules
 from clinrag.core.settings import Settings
 from clinrag.methods.base import MethodContext
-from clinrag.consult.clinical import TABLES, packaged_tables
-from clinrag.consult.answer.compose import rendered, templates
-from clinrag.consult.consultant import Consultant
-from clinrag.consult.understand.crises import crises_in
 from clinrag.methods.consult import ConsultConfig, build_consultant
-from clinrag.consult.understand.rules import RESOURCES, load_rules
-from clinrag.consult.reason.triage import LEVELS, Triage, TriageSettings
 
 
 def shares(emergency: float = 0.0, urgent: float = 0.0, self_care: float = 0.0) -> dict[str, float]:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from clinrag.consult.understand.findings import FindingExtractor
+from clinrag.consult.understand.vocabulary import Vocabulary
 from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.methods.base import MethodContext
-from clinrag.consult.understand.findings import FindingExtractor
 from clinrag.methods.consult import ConsultConfig, ConsultMethod, build_consultant
-from clinrag.consult.understand.vocabulary import Vocabulary
 
 STATED, DENIED = "I have a high fever", "I do not have a fever"
 BOTH_ORDERS = (f"{STATED}. {DENIED}.", f"{DENIED}. {STATED}.")

@@ -92,9 +92,6 @@ def consult(
     the disease knowledge (and similar patients with --patients), the next questions, tests and treatments
     for the leading diagnoses, and an answer whose every sentence cites its evidence. No model writes it
     unless --prose llm asks one to; its sentences are then kept only where the evidence supports them."""
-    from clinrag.methods.base import MethodContext
-    from clinrag.methods.consult import ConsultConfig, build
-
     question = read_text(text)
     packet = None
     if phenopacket is not None:
@@ -111,19 +108,44 @@ def consult(
         params["prose"] = prose
     if kb:
         params["kb"] = str(kb)
-    config = ConsultConfig.from_params(params)
-    method = build(MethodContext(settings=settings_from(ctx)), config)
     case = Case(id="consult", language=language, question=question, patient=patient)
+    settings = settings_from(ctx)
+    warm = None if interactive else _warm_answer(settings, params, case)
+    if warm is not None:
+        _print(warm, language, as_json)
+        return
+    from clinrag.methods.base import MethodContext
+    from clinrag.methods.consult import ConsultConfig, build
+
+    method = build(MethodContext(settings=settings), ConsultConfig.from_params(params))
     # With -i the answer comes after the interview (a model writing the prose is asked once, at the end).
     consultant, state = method.start(case)
     if interactive and consultant.report(state)[0].differential:
         answer = _interview(method, case, consultant, state, max_questions, confidence)
     else:
         answer = method.answer_state(case, state, consultant)
+    _print(answer, language, as_json)
+
+
+def _warm_answer(settings, params: dict, case: Case) -> Answer | None:
+    """The warm consultation process's answer (`app/warm.py`); where none listens yet, one is started for
+    the next consultation and this one is answered here."""
+    from clinrag.app import warm
+
+    path = warm.warm_socket(settings)
+    if path is None or not warm.servable(params):
+        return None
+    answer = warm.ask(path, params, case, settings.api_timeout_s)
+    if answer is None:
+        warm.spawn(path, settings)
+    return answer
+
+
+def _print(answer: Answer, language: str, as_json: bool) -> None:
     if as_json:
         out.print_json(answer.model_dump_json())
-        return
-    _print_answer(answer, language)
+    else:
+        _print_answer(answer, language)
 
 
 def _interview(method, case: Case, consultant, state, max_questions: int, confidence: float) -> Answer:

@@ -17,14 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from clinrag.conditions.catalogue import Catalogue, packaged_catalogue, read_records
 from clinrag.conditions.records import Disposition, ordered_span
 from clinrag.core.models import Evidence
-from clinrag.consult.diseases import Disease
+
+if TYPE_CHECKING:  # annotations only: the tables load without the disease model's readers
+    from clinrag.consult.diseases import Disease
 
 TABLES = Path(__file__).parent / "clinical_tables"
 Urgency = Literal["emergency", "urgent"]  # how urgently a danger or a red flag asks to be seen

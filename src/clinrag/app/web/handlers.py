@@ -31,6 +31,7 @@ from clinrag.app.web.services import (
     ConsultSessions,
     DdxService,
 )
+from clinrag.consult.answer.report import ConsultationReport
 from clinrag.core.errors import (
     BuildsBusyError,
     ClinragError,
@@ -43,7 +44,6 @@ from clinrag.core.errors import (
 )
 from clinrag.core.models import Answer, Case
 from clinrag.eval.datasets.phenopackets import phenopacket_case
-from clinrag.consult.answer.report import ConsultationReport
 from clinrag.methods.meddx.interactive import DdxSession
 
 log = logging.getLogger("clinrag.api")

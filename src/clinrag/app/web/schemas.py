@@ -7,9 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from clinrag.consult.answer.report import ConsultationReport
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Evidence, Language, RankedDiagnosis, TaskKind
-from clinrag.consult.answer.report import ConsultationReport
 from clinrag.terms.hpo import TERM_ID
 
 MAX_TEXT_CHARS = 20_000

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from clinrag.consult.consultant import ConsultState
+from clinrag.consult.understand.finding_types import FindingStatus
 from clinrag.core.buildcache import BuildCache, BuildPool
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import Answer, Case, Evidence, Language
@@ -22,8 +24,6 @@ from clinrag.core.settings import Settings
 from clinrag.embed.base import Embedder
 from clinrag.llm.base import ChatModel
 from clinrag.methods.base import SHARED_PARTS, Method, MethodContext
-from clinrag.consult.consultant import ConsultState
-from clinrag.consult.understand.findings import FindingStatus
 from clinrag.methods.consult import ConsultMethod
 from clinrag.methods.meddx.interactive import DdxSession, InteractiveDdx
 from clinrag.methods.meddx.interviewee import QuestionMatcher

@@ -32,9 +32,9 @@ from clinrag.app.web.schemas import (
     parse_params,
 )
 from clinrag.app.web.security import TOKEN_COOKIE, Unauthorized, token_matches
-from clinrag.core.errors import ClinragError, validation_problems
 from clinrag.consult.answer.compose import numbered, reference
 from clinrag.consult.answer.report import NextStep
+from clinrag.core.errors import ClinragError, validation_problems
 
 HERE = Path(__file__).parent
 HTMX_FILE = "htmx.min.js"

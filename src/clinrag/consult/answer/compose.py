@@ -9,12 +9,12 @@ import json
 from functools import cache
 
 from clinrag.conditions.catalogue import packaged_catalogue
-from clinrag.core.errors import DataFormatError
-from clinrag.core.models import Evidence, Language
 from clinrag.consult.answer.report import ConsultationReport, DiagnosisOut, FindingOut, NextStep, Sentence
-from clinrag.consult.understand.rules import RESOURCES, UnsupportedLanguageError
 from clinrag.consult.answer.statements import quote
 from clinrag.consult.reason.triage import CrisisOut
+from clinrag.consult.understand.rules import RESOURCES, UnsupportedLanguageError
+from clinrag.core.errors import DataFormatError
+from clinrag.core.models import Evidence, Language
 
 SHOWN_DIAGNOSES = 3
 SHOWN_STEPS = 4  # per kind and diagnosis

@@ -8,8 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from clinrag.consult.clinical import Urgency
-from clinrag.consult.understand.findings import Contradiction, FindingStatus
 from clinrag.consult.reason.triage import TriageOut
+from clinrag.consult.understand.finding_types import Contradiction, FindingStatus
 
 Unsupported = Literal["drop", "flag"]  # a sentence of the model's the evidence check does not support
 

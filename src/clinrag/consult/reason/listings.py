@@ -14,9 +14,9 @@ from typing import Literal
 
 import numpy as np
 
-from clinrag.core.errors import DataFormatError
 from clinrag.consult.diseases import DiseaseModel
 from clinrag.consult.understand.vocabulary import Vocabulary, reachable
+from clinrag.core.errors import DataFormatError
 
 
 @dataclass(frozen=True)

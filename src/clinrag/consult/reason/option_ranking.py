@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from rapidfuzz import fuzz, process
 
-from clinrag.graph.matching import normalize
 from clinrag.consult.diseases import Disease
+from clinrag.graph.matching import normalize
 
 FUZZY_THRESHOLD = 92.0
 # what follows a general name in a subtype's (normalised) name: "1", "2a", "type i", "ix", "b", then anything

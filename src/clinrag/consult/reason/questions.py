@@ -12,7 +12,6 @@ import numpy as np
 from clinrag.consult.reason.differential import Differential, leading
 
 
-
 @dataclass(frozen=True)
 class Question:
     concept: str  # concept id

@@ -25,10 +25,10 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from clinrag.conditions.records import Disposition
-from clinrag.core.models import Evidence
 from clinrag.consult.clinical import ClinicalTables, cite_table
-from clinrag.consult.understand.crises import CrisisMention
 from clinrag.consult.diseases import Disease
+from clinrag.consult.understand.crises import CrisisMention
+from clinrag.core.models import Evidence
 
 LEVELS: tuple[Disposition, ...] = ("emergency", "urgent", "soon", "self_care")  # most urgent first
 UNRATED: Disposition = "soon"  # a condition nothing rates: to be seen by a doctor, not at home

@@ -4,12 +4,14 @@ writing, or a child or another person they describe), read by a language's patte
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
-from spacy.tokens import Doc, Span
 
 from clinrag.consult.understand.rules import LanguageRules
+
+if TYPE_CHECKING:  # annotations only: reading a report (the CLI's printer) needs no spaCy
+    from spacy.tokens import Doc, Span
 
 Sex = Literal["female", "male"]
 Onset = Literal["sudden", "gradual"]

@@ -16,10 +16,10 @@ import numpy as np
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 
-from clinrag.embed.base import Embedder
 from clinrag.consult.understand.rules import LanguageRules, load_rules
 from clinrag.consult.understand.scopes import LABEL, context
 from clinrag.consult.understand.vocabulary import Concept, Vocabulary
+from clinrag.embed.base import Embedder
 
 # chosen on the development set (`python -m tests.methods.consult.test_findings` prints precision and recall
 # per threshold)

@@ -6,9 +6,9 @@ candidates; this is where clinrag proposes them itself, from cited knowledge."""
 
 from __future__ import annotations
 
-from clinrag.core.models import Case
 from clinrag.consult.consultant import Consultant
 from clinrag.consult.reason.differential import leading
+from clinrag.core.models import Case
 from clinrag.methods.consult import read_case
 
 

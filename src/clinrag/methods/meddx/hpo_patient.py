@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from clinrag.consult.consultant import Consultant
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import HIDDEN_HPO_EXCLUDED, HIDDEN_HPO_OBSERVED, HPO_EXCLUDED, HPO_OBSERVED, Case
 from clinrag.core.usage import Usage
-from clinrag.consult.consultant import Consultant
 from clinrag.methods.meddx.interviewee import UNKNOWN, Exchange
 from clinrag.methods.meddx.structured_patient import Reply
 from clinrag.terms.hpo import ancestors, descendants, hpo_terms, is_hpo_id

@@ -17,10 +17,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from clinrag.consult.consultant import Consultant
 from clinrag.core.errors import InvalidInputError
 from clinrag.core.models import HIDDEN_HPO_OBSERVED, Answer, Case, StructuredResult
 from clinrag.methods.base import Method, MethodConfig, MethodContext, MethodSpec
-from clinrag.consult.consultant import Consultant
 from clinrag.methods.consult import ConsultConfig
 from clinrag.methods.consult import build as build_consult
 from clinrag.methods.meddx.candidates import knowledge_candidates
