@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 
-from clinrag.consult.consultant import asked_name, display_name
+from clinrag.consult.understand.finding_names import asked_name, display_name
 from clinrag.consult.understand.findings import FindingExtractor, Findings
 from clinrag.consult.understand.vocabulary import Vocabulary
 from clinrag.core.errors import InvalidInputError

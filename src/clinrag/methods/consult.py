@@ -21,6 +21,7 @@ from clinrag.consult.consultant import Consultant, ConsultState
 from clinrag.consult.reason.differential import Differential, Experience, LikelihoodSettings
 from clinrag.consult.reason.triage import Triage, TriageSettings
 from clinrag.consult.settings import ConsultantSettings
+from clinrag.consult.state import ConsultState
 from clinrag.consult.understand.meaning import NEGATION_MARGIN, SEMANTIC_THRESHOLD
 from clinrag.core.models import (
     HPO_EXCLUDED,

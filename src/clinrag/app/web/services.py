@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from clinrag.consult.consultant import ConsultState
+from clinrag.consult.state import ConsultState
 from clinrag.consult.understand.finding_types import FindingStatus
 from clinrag.core.buildcache import BuildCache, BuildPool
 from clinrag.core.errors import InvalidInputError

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from clinrag.consult.clinical import Urgency
+from clinrag.consult.reason.dangers import DangerOut, RedFlagOut
 from clinrag.consult.reason.triage import TriageOut
 from clinrag.consult.understand.finding_types import Contradiction, FindingStatus
 
@@ -37,27 +37,6 @@ class DiagnosisOut(BaseModel):
     statements: list[str] = Field(
         default_factory=list
     )  # evidence ids of the knowledge base's statements on it
-
-
-class DangerOut(BaseModel):
-    """A dangerous diagnosis that still has a non-negligible probability: what rules it in or out, and how
-    urgently to act."""
-
-    name: str
-    probability: float = Field(ge=0.0, le=1.0)
-    urgency: Urgency
-    rule_out: list[str] = Field(default_factory=list)
-    evidence: list[str] = Field(default_factory=list)
-
-
-class RedFlagOut(BaseModel):
-    """A finding the patient has that calls for urgent care whatever the diagnosis."""
-
-    concept: str
-    finding: str
-    why: str
-    urgency: Urgency
-    evidence: list[str] = Field(default_factory=list)
 
 
 class QuestionOut(BaseModel):

@@ -36,3 +36,19 @@ def quote(text: str) -> str:
     if len(text) <= MAX_QUOTE_CHARS:
         return text
     return text[:MAX_QUOTE_CHARS].rsplit(" ", 1)[0] + "…"
+
+
+def cited_statements(
+    knowledge: KnowledgeBase | None,
+    name: str,
+    findings: Sequence[str],
+    exclude: Collection[Origin],
+    evidence: dict[str, Evidence],
+) -> list[str]:
+    """The ids of the statements `knowledge` makes about the diagnosis `name` (none without a knowledge
+    base), each statement added to `evidence`."""
+    if knowledge is None:
+        return []
+    found = statements_about(knowledge, name, findings, exclude)
+    evidence.update((item.id, item) for item in found)
+    return [item.id for item in found]
