@@ -1,5 +1,5 @@
-"""The CLI's warm consultation process, for real: `clinrag consult` started as a user starts it, the process it
-leaves behind listening on its owner-only socket, the same answer from it, a malformed request refused
+"""The CLI's warm consultation process, for real: `clinrag consult` started as a user starts it, the process
+it leaves behind listening on its owner-only socket, the same answer from it, a malformed request refused
 without harm, and the process gone once idle."""
 
 from __future__ import annotations

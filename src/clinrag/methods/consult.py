@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 from clinrag.consult.answer.compose import render, rendered
 from clinrag.consult.answer.report import ConsultationReport, Unsupported
 from clinrag.consult.compiled import CompiledKnowledge, Extractors
-from clinrag.consult.consultant import Consultant, ConsultState
+from clinrag.consult.consultant import Consultant
 from clinrag.consult.reason.differential import Differential, Experience, LikelihoodSettings
 from clinrag.consult.reason.triage import Triage, TriageSettings
 from clinrag.consult.settings import ConsultantSettings

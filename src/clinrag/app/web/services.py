@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from clinrag.consult.consultant import ConsultState
 from clinrag.consult.state import ConsultState
 from clinrag.consult.understand.finding_types import FindingStatus
 from clinrag.core.buildcache import BuildCache, BuildPool
