@@ -15,7 +15,7 @@ import srsly
 
 from clinrag.consult.compiled import COMPLETE, CompiledKnowledge, Extractors, fingerprint
 from clinrag.consult.diseases import FORMAT_VERSION, DiseaseModel
-from clinrag.consult.understand.rules import UnsupportedLanguageError, load_rules
+from clinrag.consult.understand.rules import UnsupportedLanguageError
 from clinrag.consult.understand.vocabulary import Vocabulary
 from clinrag.core.errors import DataFormatError
 
@@ -124,19 +124,6 @@ def test_french_and_chinese_words_reach_the_same_concepts(
     assert {f.concept_id for f in found.findings} == {f.concept_id for f in english.findings}
     assert found.age == 45 and found.duration is not None and found.duration.days == 3.0
     assert (compiled.folder / f"pipeline-{language}").is_dir()  # compiled once, kept with the rest
-
-
-def test_rule_targets_resolve_in_their_language(compiled_home: Path) -> None:
-    compiled = CompiledKnowledge.open(FAKER, compiled_home, None)
-    for language in ("fr", "zh"):
-        vocabulary = compiled.pipeline(language)[0]
-        unknown = [
-            (where, name)
-            for where, names in load_rules(language).targets()
-            for name in names
-            if vocabulary.lookup(name) is None
-        ]
-        assert unknown == [], language
 
 
 def test_a_language_without_rules_is_refused_by_the_consultant(compiled_home: Path) -> None:
