@@ -48,6 +48,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(tier)
 
 
+# CI sets this: there a test that needs the shared data fails where the data is missing, never skips.
+REQUIRE_DATA = os.environ.get("CLINRAG_REQUIRE_TEST_DATA") == "1"
+
+
 def _data_dir() -> Path:
     return Path(os.environ.get("CLINRAG_TEST_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
@@ -56,7 +60,10 @@ def _data_dir() -> Path:
 def data_dir() -> Path:
     path = _data_dir()
     if not path.is_dir():
-        pytest.skip(f"real test data not found at {path} (set CLINRAG_TEST_DATA)")
+        message = f"real test data not found at {path} (set CLINRAG_TEST_DATA)"
+        if REQUIRE_DATA:
+            pytest.fail(message)
+        pytest.skip(message)
     return path
 
 

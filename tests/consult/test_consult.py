@@ -172,9 +172,12 @@ def test_french_and_chinese_words_are_read_and_answered_in_their_language(packag
             "depuis trois jours.",
         )
     )
-    chinese = packaged.answer(Case(id="zh", language="zh", question="我45岁，发烧、咳嗽、胸痛三天了。"))
+    chinese = packaged.answer(Case(id="zh", language="zh", question="我45岁，发烧、咳嗽、呼吸时胸痛三天了。"))
     english = packaged.answer(
-        Case(id="en", question="I am 45 and have had a fever, a cough and chest pain for three days.")
+        Case(
+            id="en",
+            question="I am 45 and have had a fever, a cough and chest pain when I breathe for three days.",
+        )
     )
     assert "Vous signalez" in french.text and "consultez un médecin" in french.text
     assert "您提到" in chinese.text and "请去看医生" in chinese.text

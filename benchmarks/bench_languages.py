@@ -1,0 +1,124 @@
+"""The consultation in English, French and Chinese, side by side in one run (one JSON line):
+
+(i) Lay presentations of the 49 DDXPlus conditions in each language's own words, written apart from the code
+    by writers who never saw it: English (ddxplus_lay_dev.jsonl, 49), French and Chinese
+    (ddxplus_lay_{fr,zh}_{tune,report}.jsonl, 35 + 35 each; rules were written looking at the tuning halves
+    only, the report halves are reported and never tuned on). GTPA@1/3, abstentions and findings read per
+    case on the default knowledge, and each language's GTPA@1 as a ratio of English's.
+(ii) A closed-world check on DDXPlus's own French: DDXPlus patients (`--limit`, `--seed`) as the transcript
+    of the questions they answered yes to, in the dataset's French (`question_fr`, `value_meaning`'s "fr")
+    beside the same patients' English transcript (`question_en`), both answered by the default knowledge:
+    GTPA@1/3 of each and French's as a ratio of English's. These patients were generated from the DDXPlus
+    table the default knowledge includes: a check of reading, not of diagnosis in the open world.
+
+    .venv/bin/python benchmarks/bench_languages.py --data ../shared/data
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from clinrag.core.models import Case, PatientProfile
+from clinrag.core.settings import Settings
+from clinrag.eval.datasets import load_dataset
+from clinrag.eval.metrics import AnswerSpace, gold_rank
+from clinrag.eval.sampling import sample_cases
+from clinrag.methods.base import MethodContext
+from clinrag.methods.consult import ConsultConfig, ConsultMethod, build
+from clinrag.patients.loaders import EvidenceDecoder
+
+CONSULT_DATA = Path(__file__).parents[1] / "tests" / "data" / "consult"
+LAY_SETS = {
+    "en": ["ddxplus_lay_dev.jsonl"],
+    "fr_tune": ["ddxplus_lay_fr_tune.jsonl"],
+    "fr_report": ["ddxplus_lay_fr_report.jsonl"],
+    "zh_tune": ["ddxplus_lay_zh_tune.jsonl"],
+    "zh_report": ["ddxplus_lay_zh_report.jsonl"],
+}
+# The words of a transcript around DDXPlus's own questions and answers, per language.
+TRANSCRIPT = {
+    "en": {"male": "{age}-year-old man.", "female": "{age}-year-old woman.", "yes": "Yes"},
+    "fr": {"male": "Homme de {age} ans.", "female": "Femme de {age} ans.", "yes": "Oui"},
+}
+
+
+def scored(method: ConsultMethod, cases: list[Case]) -> dict[str, float]:
+    ranks, abstained, read = [], 0, 0
+    for case in cases:
+        answer = method.answer(case)
+        ddx = answer.result.ddx if answer.result else []
+        ranks.append(
+            gold_rank(ddx, case.gold.answer, AnswerSpace({}), case.gold.answers, case.meta.get("icd10"))
+        )
+        abstained += bool(answer.details.get("abstained"))
+        read += len(answer.details.get("findings", []))
+    n = len(cases)
+    return {
+        "cases": n,
+        "gtpa@1": round(sum(r <= 1 for r in ranks) / n, 4),
+        "gtpa@3": round(sum(r <= 3 for r in ranks) / n, 4),
+        "abstained": abstained,
+        "findings_per_case": round(read / n, 2),
+    }
+
+
+def transcript(case: Case, evidences: dict, language: str) -> Case:
+    """The DDXPlus patient as the questions they answered yes to and their answers, in `language`."""
+    words = TRANSCRIPT[language]
+    demographics = case.patient.demographics
+    lines = [words.get(demographics.sex, "").format(age=demographics.age)]
+    values = EvidenceDecoder.values_by_evidence(case.patient.codes["evidence"])
+    for name, chosen in values.items():
+        entry = evidences[name]
+        question = entry[f"question_{language}"].strip()
+        meanings = entry.get("value_meaning") or {}
+        answers = [meanings[v][language] for v in sorted(chosen) if v in meanings] or [words["yes"]]
+        if chosen and not any(v in meanings for v in chosen):
+            continue  # a number on a scale: not a finding in words
+        lines.append(f"{question} {', '.join(answers)}.")
+    text = "\n".join(lines)
+    return case.model_copy(
+        update={
+            "language": language,
+            "question": text,
+            "patient": PatientProfile(initial_presentation=text, demographics=demographics),
+        }
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--limit", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    folder = (args.data / "ddxplus").resolve()
+    evidences = json.loads((folder / "release_evidences.json").read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory() as scratch:
+        method = build(MethodContext(settings=Settings(home=Path(scratch))), ConsultConfig())
+        lay = {
+            name: scored(
+                method, [c for f in files for c in load_dataset("text-cases", CONSULT_DATA / f).cases]
+            )
+            for name, files in LAY_SETS.items()
+        }
+        patients = sample_cases(load_dataset("ddxplus", folder).cases, args.limit, args.seed)
+        ddxplus = {
+            language: scored(method, [transcript(case, evidences, language) for case in patients])
+            for language in TRANSCRIPT
+        }
+    figures = {f"lay_{name}_{key}": value for name, scores in lay.items() for key, value in scores.items()}
+    for name in ("fr_report", "zh_report"):
+        figures[f"lay_{name}_vs_en_gtpa@1"] = round(lay[name]["gtpa@1"] / lay["en"]["gtpa@1"], 3)
+    figures |= {
+        f"ddxplus_{lang}_{key}": value for lang, scores in ddxplus.items() for key, value in scores.items()
+    }
+    figures["ddxplus_fr_vs_en_gtpa@1"] = round(ddxplus["fr"]["gtpa@1"] / ddxplus["en"]["gtpa@1"], 3)
+    print(json.dumps({"benchmark": "consult_languages", "knowledge": "default", **figures}))
+
+
+if __name__ == "__main__":
+    main()
