@@ -18,6 +18,7 @@ from clinrag.core.errors import DataFormatError, InvalidInputError
 from clinrag.graph.falkordb_store import FalkorDBStore
 from clinrag.graph.importers import SOURCE_FORMS, load_sources, read_source
 from clinrag.graph.importers.ddxplus import ANTECEDENTS, ATTRIBUTES, CONDITION_SITES, read_ddxplus
+from clinrag.graph.importers.ddxplus_findings import QUESTION_PATTERNS, _records
 from clinrag.graph.importers.faker import MEDICATIONS, SPECIALTY, read_faker_diseases
 from clinrag.graph.importers.hpo import NOT_PHENOTYPE, read_hpo_diseases, same_disease_key
 from clinrag.graph.importers.loader import NameRegistry, canonical_records, write_batch
@@ -527,3 +528,11 @@ def test_the_cmekg_symptom_table_links_chinese_names_to_real_hpo_terms() -> None
     ]
     mapped = {row["zh"] for row in rows}
     assert sum(part in mapped for part in linked) / len(linked) > 0.6
+
+
+def test_a_malformed_ddxplus_question_rule_names_its_file(tmp_path: Path) -> None:
+    assert {"name", "pattern"} <= set(_records(QUESTION_PATTERNS, ("name", "pattern"))[0])
+    broken = tmp_path / "ddxplus_question_patterns_en.json"
+    broken.write_text('[{"name": "or"}]', encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"ddxplus_question_patterns_en\.json: record 1"):
+        _records(broken, ("name", "pattern"))

@@ -32,7 +32,7 @@ import simple_icd_10_cm as cm
 import srsly
 
 from clinrag.core.errors import DataFormatError
-from clinrag.graph.importers.ddxplus_findings import SITE_FINDINGS, ddxplus_findings
+from clinrag.graph.importers.ddxplus_findings import ddxplus_findings, site_findings
 from clinrag.graph.importers.records import DiseaseRecord, SourceRecords, SourceTraits, clean_name
 from clinrag.graph.importers.registry import PATH, GraphSource, register
 from clinrag.graph.schema import Relation
@@ -124,7 +124,7 @@ def read_ddxplus(path: str | Path, *, limit: int | None = None) -> SourceRecords
 def condition_sites(path: Path = CONDITION_SITES) -> dict[str, list[str]]:
     """Condition name → the site findings of its pain and swelling ("ear pain"), as `ddxplus_findings` names
     a site finding ("{site} pain")."""
-    templates = {kind: template for _, template, kind in SITE_FINDINGS.values()}
+    templates = {kind: template for _, template, kind in site_findings().values()}
     found: dict[str, list[str]] = {}
     for row in srsly.read_jsonl(path):
         template = templates[row["kind"]]

@@ -4,16 +4,31 @@ shivers?" → "chills or shivers", "chills", "shivers"), each also as the patien
 body site of the pain and swelling site evidences, a kind of the finding it details ("ear pain" for pain in
 the right or the left ear) and, where `data/ddxplus_sites.jsonl` says, of the HPO finding of its body region
 ("iliac fossa pain" of Abdominal pain), or the same finding ("belly pain" is Abdominal pain). A yes/no
-evidence is likewise the HPO finding `data/ddxplus_evidences_hpo.jsonl` names, or a kind of it."""
+evidence is likewise the HPO finding `data/ddxplus_evidences_hpo.jsonl` names, or a kind of it.
+
+The English of the questions is data, one record shape per file (`data/`):
+
+- `ddxplus_question_patterns_en.json`: `{"name", "pattern", "why"}`: the regular expressions (flags inline,
+  "(?i)") that strip a question's frame and split its alternatives;
+- `ddxplus_question_words_en.json`: `{"name", "words", "why"}`: word sets (the sides of an "or" that name no
+  finding alone);
+- `ddxplus_first_person_en.json`: `{"pattern", "replacement", "why"}`: the rewrites, in order, that put a
+  second-person phrase in the patient's words;
+- `ddxplus_site_findings_en.json`: `{"evidence", "details", "template", "kind", "why"}`: the multi-choice
+  evidences whose values are body sites, and how a site names its finding."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import srsly
 
+from clinrag.core.errors import DataFormatError
 from clinrag.graph.importers.records import FindingTerm
 from clinrag.graph.matching import normalize
 from clinrag.patients.loaders import NOWHERE, VALUE_SEPARATOR, EvidenceDecoder, site_and_side
@@ -25,37 +40,26 @@ SITE_TERMS = Path(__file__).parent / "data" / "ddxplus_sites.jsonl"
 EVIDENCE_TERMS = Path(__file__).parent / "data" / "ddxplus_evidences_hpo.jsonl"
 ID_PREFIX = "ddxplus:"
 MIN_SURFACE_LENGTH = 3  # shorter surface forms ("Ab", "QT") match ordinary words more often than findings
-
-# The frame of a DDXPlus yes/no question, stripped to leave the finding ("Do you have a cough?" → "cough").
-_QUESTION_FRAME = re.compile(
-    r"^(?:do|did|does|have|has|are|is|were|was)\s+(?:you|the person)\s+"
-    r"(?:(?:currently|recently|ever|previously|constantly|suddenly|significantly|regularly)\s+)*"
-    r"(?:(?:have|had|has|feel|felt|feeling|experiencing|been|noticed|suffer\s+from)\s+)*"
-    r"(?:(?:either|any|a|an|the)\s+)?",
-    re.IGNORECASE,
+MAX_PART_WORDS = 4  # the longest side of an "or" kept as a finding phrase of its own
+# the English of the questions (see the module docstring); every pattern and word set the code names
+DATA = Path(__file__).parent / "data"
+QUESTION_PATTERNS = DATA / "ddxplus_question_patterns_en.json"
+QUESTION_WORDS = DATA / "ddxplus_question_words_en.json"
+FIRST_PERSON = DATA / "ddxplus_first_person_en.json"
+SITE_FINDING_NAMES = DATA / "ddxplus_site_findings_en.json"
+_PATTERN_NAMES = (
+    "question_frame",
+    "adverbs",
+    "trailing",
+    "parentheses",
+    "or",
+    "new_phrase",
+    "determiner",
+    "quantity_or",
+    "list_on_part",
+    "list_separator",
 )
-_ADVERBS = re.compile(r"\b(?:significantly|very|either)\s+", re.IGNORECASE)
-_TRAILING = re.compile(
-    r"(?:\s+(?:in a significant way|recently|lately)"
-    # DDXPlus's reminder that the finding is the one the patient consults for ("pain somewhere, related to
-    # your reason for consulting" is pain)
-    r"|,?\s+(?:somewhere,?\s+)?(?:that you believe are\s+)?related to (?:your|the) "
-    r"(?:reason for consulting|condition you are consulting for))$",
-    re.IGNORECASE,
-)
-_PARENTHESES = re.compile(r"\s*\([^)]*\)")
-_OR = re.compile(r"\s+or\s+", re.IGNORECASE)
-# After "or", a determiner or a new question starts a phrase of its own ("diarrhea or an increase in stool
-# frequency"); without one the parts may share a head ("swollen or painful lymph nodes": not "swollen").
-_NEW_PHRASE = re.compile(r"^(?:a|an|any|the|do|did|are|have|has|is)\s", re.IGNORECASE)
-_DETERMINER = re.compile(r"^(?:a|an|any|the|that)\s+", re.IGNORECASE)
-_QUANTITY_OR = re.compile(r"\b(?:one or both|\d+ or more|or more)\b", re.IGNORECASE)
-# Sides of an "or" that do not name a finding by themselves.
-_NOT_ALONE = frozenset({"taking", "being treated", "more", "difficulty", "pain", "weakness", "swelling"})
-MAX_PART_WORDS = 4
-# DDXPlus multi-choice evidences whose values are body sites, the yes/no evidence they detail, how a site
-# names the finding and what kind of finding it is: pain in the ear is "ear pain" (one for both sides).
-SITE_FINDINGS = {"E_55": ("E_53", "{site} pain", "pain"), "E_152": ("E_151", "{site} swelling", "swelling")}
+_WORD_SET_NAMES = ("not_alone",)
 
 
 def ddxplus_findings(folder: str | Path, *, antecedents: bool = True) -> list[FindingTerm]:
@@ -104,13 +108,13 @@ def site_terms(path: Path = SITE_TERMS) -> dict[tuple[str, str], dict]:
 
 
 def _site_findings(decoder: EvidenceDecoder) -> list[FindingTerm]:
-    """A finding per body site of the `SITE_FINDINGS` evidences, a kind of the finding it details and of the
+    """A finding per body site of the `site_findings()` evidences, a kind of the finding it details and of the
     HPO finding of its region (named by its HPO id, which the vocabulary resolves), or named as that finding
     too when it is the same; its codes are the coded values ("E_55_@_V_129" and "…_V_130" for the right and
     left ear)."""
     regions = site_terms()
     terms = []
-    for name, (head, template, kind) in SITE_FINDINGS.items():
+    for name, (head, template, kind) in site_findings().items():
         by_site: dict[str, list[str]] = {}
         for value, meaning in decoder.evidences.get(name, {}).get("value_meaning", {}).items():
             site = site_and_side(meaning.get("en", ""))[0].strip()
@@ -138,71 +142,60 @@ def _site_findings(decoder: EvidenceDecoder) -> list[FindingTerm]:
 def is_question(name: str) -> bool:
     """Whether a finding is named by the question that asks about it (DDXPlus: "Do you have a cough?"),
     with or without its question mark (a normalised name loses it)."""
-    return name.rstrip().endswith("?") or (_QUESTION_FRAME.match(name) is not None and len(name.split()) > 2)
+    frame = question_pattern("question_frame")
+    return name.rstrip().endswith("?") or (frame.match(name) is not None and len(name.split()) > 2)
 
 
 def question_phrases(question: str) -> tuple[str, ...]:
     """Finding phrases a yes/no question asks about: the question without its frame, and its short parts
     ("Have you had chills or shivers?" → "chills or shivers", "chills", "shivers"), each also as the patient
     says it ("a wheezing sound when you exhale" → "… when I exhale")."""
-    text = _PARENTHESES.sub("", question.replace("’", "'")).strip().rstrip("?").strip()
-    text = _TRAILING.sub("", _ADVERBS.sub("", _QUESTION_FRAME.sub("", text))).strip()
+    pattern = question_pattern
+    text = pattern("parentheses").sub("", question.replace("’", "'")).strip().rstrip("?").strip()
+    text = pattern("question_frame").sub("", text)
+    text = pattern("trailing").sub("", pattern("adverbs").sub("", text)).strip()
     if not text:
         return ()
     phrases = [text, *_alternatives(text), *_list_on_a_part(text)]
     return usable_surfaces([*phrases, *(first_person(phrase) for phrase in phrases)], exclude=question)
 
 
-# "lesions, redness or problems on your skin": one-word findings sharing the body part they are on
-_LIST_ON_PART = re.compile(
-    r"^(?P<items>\w+(?:, \w+)+,? or \w+) on (?:your|the) (?P<part>\w+)$", re.IGNORECASE
-)
-
-
 def _list_on_a_part(text: str) -> list[str]:
     """Each finding of a list on one body part, as a patient names it ("skin lesions", "skin redness")."""
-    match = _LIST_ON_PART.match(text)
+    match = question_pattern("list_on_part").match(text)
     if match is None:
         return []
-    items = re.split(r",\s*(?:or\s+)?|\s+or\s+", match["items"])
+    items = question_pattern("list_separator").split(match["items"])
     return [f"{match['part']} {item}" for item in items if item]
-
-
-_SECOND_PERSON = {"your": "my", "yours": "mine", "yourself": "myself", "you're": "I'm"}
-_AFTER_OBJECT = re.compile(r"\b(?:as|to|with|for|than|at|from|about|like|of|on|by)\s+you\b", re.IGNORECASE)
 
 
 def first_person(phrase: str) -> str:
     """A question's second-person phrase in the patient's words: "your" → "my", "you are" → "I am", "you"
     → "me" after a preposition, else "I"."""
-    text = _AFTER_OBJECT.sub(lambda m: m.group(0)[:-3] + "me", phrase)
-    text = re.sub(r"\byou are\b", "I am", text, flags=re.IGNORECASE)
-    text = re.sub(r"\bare you\b", "am I", text, flags=re.IGNORECASE)
-    text = re.sub(r"\byou were\b", "I was", text, flags=re.IGNORECASE)
-    text = re.sub(
-        r"\b(?:your|yours|yourself|you're)\b",
-        lambda m: _SECOND_PERSON[m.group(0).lower()],
-        text,
-        flags=re.IGNORECASE,
-    )
-    return re.sub(r"\byou\b", "I", text, flags=re.IGNORECASE)
+    for pattern, replacement in first_person_rewrites():
+        phrase = pattern.sub(replacement, phrase)
+    return phrase
 
 
 def _alternatives(text: str) -> list[str]:
     """The two sides of one "X or Y", when each is a short phrase that stands alone."""
-    parts = _OR.split(text)
-    if len(parts) != 2 or "," in parts[0] or _QUANTITY_OR.search(text):
+    pattern = question_pattern
+    parts = pattern("or").split(text)
+    if len(parts) != 2 or "," in parts[0] or pattern("quantity_or").search(text):
         return []
     first, second = parts
-    if len(first.split()) == 1 and len(second.split()) > 1 and not _NEW_PHRASE.match(second):
+    if len(first.split()) == 1 and len(second.split()) > 1 and not pattern("new_phrase").match(second):
         return []
     if len(first.split()) > 2 and len(second.split()) == 1:  # "painful mouth ulcers or sores"
         second = ""
-    first, second = (_DETERMINER.sub("", _QUESTION_FRAME.sub("", part)) for part in (first, second))
+    first, second = (
+        pattern("determiner").sub("", pattern("question_frame").sub("", part)) for part in (first, second)
+    )
+    not_alone = question_words("not_alone")
     return [
         part
         for part in (first, second)
-        if 0 < len(part.split()) <= MAX_PART_WORDS and part.casefold() not in _NOT_ALONE
+        if 0 < len(part.split()) <= MAX_PART_WORDS and part.casefold() not in not_alone
     ]
 
 
@@ -214,3 +207,91 @@ def usable_surfaces(surfaces: Iterable[str], exclude: str) -> tuple[str, ...]:
         if len(key) >= MIN_SURFACE_LENGTH and key != excluded and not key.isdigit():
             kept.setdefault(key, surface.strip())
     return tuple(kept.values())
+
+
+def question_pattern(name: str) -> re.Pattern[str]:
+    """The regular expression `name` of `ddxplus_question_patterns_en.json`."""
+    return _question_patterns()[name]
+
+
+def question_words(name: str) -> frozenset[str]:
+    """The word set `name` of `ddxplus_question_words_en.json`."""
+    return _question_words()[name]
+
+
+@cache
+def first_person_rewrites() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """The rewrites of `ddxplus_first_person_en.json`, in order: (pattern, its `re.sub` replacement)."""
+    return tuple(
+        (_compile(FIRST_PERSON, record["pattern"]), record["replacement"])
+        for record in _records(FIRST_PERSON, ("pattern", "replacement"))
+    )
+
+
+@cache
+def site_findings() -> dict[str, tuple[str, str, str]]:
+    """The multi-choice evidences whose values are body sites → (the yes/no evidence they detail, how a site
+    names the finding, what kind of finding it is): pain in the ear is "ear pain" (one for both sides)."""
+    fields = ("evidence", "details", "template", "kind")
+    return {
+        r["evidence"]: (r["details"], r["template"], r["kind"]) for r in _records(SITE_FINDING_NAMES, fields)
+    }
+
+
+@cache
+def _question_patterns() -> dict[str, re.Pattern[str]]:
+    records = _records(QUESTION_PATTERNS, ("name", "pattern"))
+    return _named(
+        QUESTION_PATTERNS,
+        {r["name"]: _compile(QUESTION_PATTERNS, r["pattern"]) for r in records},
+        _PATTERN_NAMES,
+        len(records),
+    )
+
+
+@cache
+def _question_words() -> dict[str, frozenset[str]]:
+    records = _records(QUESTION_WORDS, ("name", "words"))
+    return _named(
+        QUESTION_WORDS, {r["name"]: frozenset(r["words"]) for r in records}, _WORD_SET_NAMES, len(records)
+    )
+
+
+def _named(path: Path, found: dict[str, Any], expected: tuple[str, ...], count: int) -> dict[str, Any]:
+    """`found`, checked to hold each name of `expected` once."""
+    if len(found) != count:
+        raise DataFormatError(f"{path}: a name is given twice")
+    missing = [name for name in expected if name not in found]
+    if missing:
+        raise DataFormatError(f"{path}: no record named {', '.join(missing)}")
+    return found
+
+
+def _records(path: Path, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The records of a JSON list file, each an object with a string for each of `fields` (a list of strings
+    for "words"); any other field ("why") is a comment."""
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataFormatError(f"{path}: cannot read the DDXPlus question rules ({exc})") from exc
+    if not isinstance(records, list):
+        raise DataFormatError(f"{path}: not a JSON list of records")
+    for number, record in enumerate(records, 1):
+        if not isinstance(record, dict) or not all(_well_typed(name, record.get(name)) for name in fields):
+            raise DataFormatError(
+                f"{path}: record {number} is not {{{', '.join(map(repr, fields))}}}: {record!r}"
+            )
+    return records
+
+
+def _well_typed(name: str, value: Any) -> bool:
+    if name == "words":
+        return isinstance(value, list) and all(isinstance(word, str) for word in value)
+    return isinstance(value, str)
+
+
+def _compile(path: Path, pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise DataFormatError(f"{path}: malformed pattern {pattern!r} ({exc})") from exc
