@@ -17,7 +17,8 @@ import pytest
 
 from clinrag.consult.answer.compose import numbered, reference, rendered, templates
 from clinrag.consult.answer.report import Sentence
-from clinrag.consult.diseases import sex_of
+from clinrag.consult.diseases import sex_blocks, sex_of
+from clinrag.core.errors import DataFormatError
 from clinrag.core.models import Case
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
@@ -489,3 +490,11 @@ def test_questions_are_put_to_whom_the_account_is_about(packaged) -> None:
     french = packaged.answer(Case(id="fr", language="fr", question="Mon fils a de la fièvre et il tousse."))
     assert french.details["subject"] == "child"
     assert all(q["text"].startswith("Votre enfant a-t-il") for q in french.details["questions"])
+
+
+def test_a_malformed_sex_block_names_its_line(tmp_path: Path) -> None:
+    assert {block.sex for block in sex_blocks()} == {"female", "male"}
+    broken = tmp_path / "icd10_sex.jsonl"
+    broken.write_text('{"sex": "female", "first": "N98", "last": "N70", "title": "t", "source": "s"}\n')
+    with pytest.raises(DataFormatError, match=r"icd10_sex\.jsonl:1: not a SexBlock record"):
+        sex_blocks(broken)

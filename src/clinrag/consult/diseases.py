@@ -18,11 +18,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
+from typing import Literal
 
 import srsly
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from clinrag.conditions.catalogue import read_records
 from clinrag.core.errors import DataFormatError
 from clinrag.graph.importers import read_source
 from clinrag.graph.importers.records import SourceRecords, SourceTraits
@@ -32,6 +35,8 @@ from clinrag.graph.schema import Relation
 RARE_SHARE = 0.05  # the rare diseases' share of the base rate (see the module docstring)
 FORMAT_VERSION = 14
 _ICD10 = re.compile(r"ICD-10 ([A-TV-Z][0-9][0-9A-Z](?:\.[0-9A-Z]{1,4})?)")
+# the ICD-10 blocks of conditions of one sex: {"sex", "first", "last", "title", "source"}
+SEX_TABLE = Path(__file__).parent / "clinical_tables" / "icd10_sex.jsonl"
 
 
 @dataclass
@@ -163,27 +168,37 @@ class DiseaseModel:
         ]
 
 
-# ICD-10 blocks of conditions of one sex: pregnancy, the genital organs and their tumours, gonadal
-# dysfunction (letter + two digits, inclusive ranges).
-_SEX_BLOCKS = (
-    ("female", "O00", "O9A"),
-    ("female", "N70", "N98"),
-    ("female", "C51", "C58"),
-    ("female", "D25", "D28"),
-    ("female", "E28", "E28"),
-    ("male", "N40", "N53"),
-    ("male", "C60", "C63"),
-    ("male", "D29", "D29"),
-    ("male", "E29", "E29"),
-)
+class SexBlock(BaseModel):
+    """ICD-10 categories `first` to `last` (three characters, inclusive) of conditions only one sex can have:
+    pregnancy, the genital organs and their tumours, gonadal dysfunction."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sex: Literal["female", "male"]
+    first: str = Field(pattern=r"^[A-Z][0-9][0-9A-Z]$")
+    last: str = Field(pattern=r"^[A-Z][0-9][0-9A-Z]$")
+    title: str
+    source: str
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SexBlock:
+        if self.first > self.last:
+            raise ValueError(f"first {self.first} is after last {self.last}")
+        return self
+
+
+@cache
+def sex_blocks(path: Path = SEX_TABLE) -> tuple[SexBlock, ...]:
+    """The blocks of `clinical_tables/icd10_sex.jsonl`, read once; a malformed line is a `DataFormatError`."""
+    return tuple(block for _, block in read_records(path, SexBlock))
 
 
 def sex_of(icd10: str | None) -> str | None:
     """ "female" or "male" for a condition only that sex can have, by its ICD-10 block; else None."""
     if not icd10:
         return None
-    block = icd10.upper()[:3]
-    return next((sex for sex, first, last in _SEX_BLOCKS if first <= block <= last), None)
+    category = icd10.upper()[:3]
+    return next((b.sex for b in sex_blocks() if b.first <= category <= b.last), None)
 
 
 def _diseases(records: SourceRecords, traits: SourceTraits) -> list[Disease]:
