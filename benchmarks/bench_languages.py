@@ -5,11 +5,13 @@
     (ddxplus_lay_{fr,zh}_{tune,report}.jsonl, 35 + 35 each; rules were written looking at the tuning halves
     only, the report halves are reported and never tuned on). GTPA@1/3, abstentions and findings read per
     case on the default knowledge, and each language's GTPA@1 as a ratio of English's.
-(ii) A closed-world check on DDXPlus's own French: DDXPlus patients (`--limit`, `--seed`) as the transcript
-    of the questions they answered yes to, in the dataset's French (`question_fr`, `value_meaning`'s "fr")
-    beside the same patients' English transcript (`question_en`), both answered by the default knowledge:
-    GTPA@1/3 of each and French's as a ratio of English's. These patients were generated from the DDXPlus
-    table the default knowledge includes: a check of reading, not of diagnosis in the open world.
+(ii) A closed-world check on DDXPlus's own French: DDXPlus patients (`--limit`, `--seed`) in the first
+    person from the dataset's French (`question_fr` rewritten as a statement by
+    data/ddxplus_first_person_fr.json, with `value_meaning`'s "fr") beside the same patients as
+    `ddxplus-text` renders them in English, both answered by the default knowledge: GTPA@1/3 of each, and
+    French's as a ratio of English's. These patients were generated from the DDXPlus table the default
+    knowledge includes: a check of reading, not of diagnosis in the open world; the English rendering is
+    the product's, finer than this French one.
 
     .venv/bin/python benchmarks/bench_languages.py --data ../shared/data
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import tempfile
 from pathlib import Path
 
@@ -38,11 +41,10 @@ LAY_SETS = {
     "zh_tune": ["ddxplus_lay_zh_tune.jsonl"],
     "zh_report": ["ddxplus_lay_zh_report.jsonl"],
 }
-# The words of a transcript around DDXPlus's own questions and answers, per language.
-TRANSCRIPT = {
-    "en": {"male": "{age}-year-old man.", "female": "{age}-year-old woman.", "yes": "Yes"},
-    "fr": {"male": "Homme de {age} ans.", "female": "Femme de {age} ans.", "yes": "Oui"},
-}
+# DDXPlus's French questions as the patient's statements ("Avez-vous de la fièvre ?" → "J'ai de la fièvre"),
+# ordered rewrites {pattern, replacement}: the closed-world check's rendering, not the product's
+FIRST_PERSON_FR = Path(__file__).parent / "data" / "ddxplus_first_person_fr.json"
+SEX_FR = {"male": "Je suis un homme de {age} ans.", "female": "Je suis une femme de {age} ans."}
 
 
 def scored(method: ConsultMethod, cases: list[Case]) -> dict[str, float]:
@@ -65,24 +67,26 @@ def scored(method: ConsultMethod, cases: list[Case]) -> dict[str, float]:
     }
 
 
-def transcript(case: Case, evidences: dict, language: str) -> Case:
-    """The DDXPlus patient as the questions they answered yes to and their answers, in `language`."""
-    words = TRANSCRIPT[language]
+def in_french(case: Case, evidences: dict, rewrites: list[tuple[re.Pattern[str], str]]) -> Case:
+    """The DDXPlus patient in the first person, from the dataset's French: each evidence they have as its
+    question rewritten as a statement, with the French meaning of its values (a number on a scale: left
+    out)."""
     demographics = case.patient.demographics
-    lines = [words.get(demographics.sex, "").format(age=demographics.age)]
-    values = EvidenceDecoder.values_by_evidence(case.patient.codes["evidence"])
-    for name, chosen in values.items():
+    lines = [SEX_FR.get(demographics.sex, "").format(age=demographics.age)]
+    for name, chosen in EvidenceDecoder.values_by_evidence(case.patient.codes["evidence"]).items():
         entry = evidences[name]
-        question = entry[f"question_{language}"].strip()
         meanings = entry.get("value_meaning") or {}
-        answers = [meanings[v][language] for v in sorted(chosen) if v in meanings] or [words["yes"]]
         if chosen and not any(v in meanings for v in chosen):
-            continue  # a number on a scale: not a finding in words
-        lines.append(f"{question} {', '.join(answers)}.")
-    text = "\n".join(lines)
+            continue
+        statement = entry["question_fr"].strip()
+        for pattern, replacement in rewrites:
+            statement = pattern.sub(replacement, statement)
+        values = [meanings[v]["fr"] for v in sorted(chosen) if v in meanings]
+        lines.append(f"{statement} : {', '.join(values)}." if values else f"{statement}.")
+    text = " ".join(lines)
     return case.model_copy(
         update={
-            "language": language,
+            "language": "fr",
             "question": text,
             "patient": PatientProfile(initial_presentation=text, demographics=demographics),
         }
@@ -105,10 +109,15 @@ def main() -> None:
             )
             for name, files in LAY_SETS.items()
         }
-        patients = sample_cases(load_dataset("ddxplus", folder).cases, args.limit, args.seed)
+        rewrites = [
+            (re.compile(r["pattern"]), r["replacement"])
+            for r in json.loads(FIRST_PERSON_FR.read_text("utf-8"))
+        ]
+        coded = {c.id: c for c in load_dataset("ddxplus", folder).cases}
+        english = sample_cases(load_dataset("ddxplus-text", folder).cases, args.limit, args.seed)
         ddxplus = {
-            language: scored(method, [transcript(case, evidences, language) for case in patients])
-            for language in TRANSCRIPT
+            "en": scored(method, english),
+            "fr": scored(method, [in_french(coded[case.id], evidences, rewrites) for case in english]),
         }
     figures = {f"lay_{name}_{key}": value for name, scores in lay.items() for key, value in scores.items()}
     for name in ("fr_report", "zh_report"):
