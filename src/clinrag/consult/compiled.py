@@ -28,7 +28,7 @@ from spacy.language import Language
 import clinrag
 from clinrag.conditions.catalogue import DATA as CONDITIONS_DATA
 from clinrag.consult.clinical import TABLES
-from clinrag.consult.diseases import DiseaseModel
+from clinrag.consult.diseases import KNOWLEDGE_LANGUAGE, DiseaseModel
 from clinrag.consult.reason.listings import Listings
 from clinrag.consult.understand.findings import FindingExtractor
 from clinrag.consult.understand.rules import languages, load_rules
@@ -140,16 +140,17 @@ class CompiledKnowledge:
             return self._pipelines[language]
 
     def _build_pipeline(self, language: str, vocabulary: Vocabulary) -> Language:
-        # clauses no phrase matches are matched by meaning (an English embedder) to the findings of the lay
-        # sources (embedding the rare-disease phenotypes too would take minutes)
-        embedder = self.embedder if language == "en" else None
+        # clauses no phrase matches are matched by meaning (where the language's rules say so: the embedder
+        # reads English) to the findings of the lay sources (embedding the rare-disease phenotypes too would
+        # take minutes)
+        embedder = self.embedder if load_rules(language).meaning else None
         lay = sorted({s for d in self.model.diseases if self.model.traits[d.source].lay for s in d.symptoms})
         return FindingExtractor(vocabulary, embedder, lay_names=lay, language=language).nlp
 
     def _vocabulary(self, language: str) -> Vocabulary:
         """The vocabulary as text in `language` names it: the sources' own names in English; in another
         language, the names the sources give their findings in it (`GraphSource.names_in`)."""
-        if language == "en":
+        if language == KNOWLEDGE_LANGUAGE:
             return self.vocabulary
         names: dict[str, list[str]] = {}
         for spec in self.specs:
@@ -175,7 +176,7 @@ class Extractors:
         with self._lock:
             if language not in self._built:
                 vocabulary, nlp = self.compiled.pipeline(language)
-                embedder = self.embedder if language == "en" else None
+                embedder = self.embedder if load_rules(language).meaning else None
                 self._built[language] = FindingExtractor(
                     vocabulary, embedder, language=language, nlp=nlp, **self.options
                 )

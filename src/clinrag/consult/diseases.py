@@ -32,6 +32,10 @@ from clinrag.graph.importers.records import SourceRecords, SourceTraits
 from clinrag.graph.importers.registry import graph_source
 from clinrag.graph.schema import Relation
 
+# The language the knowledge sources name their diseases and findings in (HPO, DDXPlus and the packaged
+# tables name them in English): text in it is read against the sources' own names, and another language
+# against the names the sources give their findings in it (`GraphSource.names_in`).
+KNOWLEDGE_LANGUAGE = "en"
 RARE_SHARE = 0.05  # the rare diseases' share of the base rate (see the module docstring)
 FORMAT_VERSION = 14
 _ICD10 = re.compile(r"ICD-10 ([A-TV-Z][0-9][0-9A-Z](?:\.[0-9A-Z]{1,4})?)")

@@ -11,6 +11,7 @@ from functools import cache
 from clinrag.conditions.catalogue import packaged_catalogue
 from clinrag.consult.answer.report import ConsultationReport, DiagnosisOut, FindingOut, NextStep, Sentence
 from clinrag.consult.answer.statements import quote
+from clinrag.consult.diseases import KNOWLEDGE_LANGUAGE
 from clinrag.consult.reason.triage import CrisisOut
 from clinrag.consult.understand.rules import RESOURCES, UnsupportedLanguageError
 from clinrag.core.errors import DataFormatError
@@ -42,7 +43,8 @@ def rendered(report: ConsultationReport, language: Language, texts: dict[str, st
     # a question is put to whom the account is about: "Do you have …", "Does your child have …"
     ask = t[{"child": "question_child", "other": "question_other"}.get(report.subject or "", "question")]
     for question in report.questions:
-        own = language == "en" and report.subject is None  # the knowledge's own wording asks "you"
+        # the knowledge's own wording, in its language, asks "you"
+        own = language == KNOWLEDGE_LANGUAGE and report.subject is None
         asked = question.asked if question.asked is not None and own else None
         question.text = asked or ask.format(finding=question.finding)
     report.sentences = compose(report, language, texts)

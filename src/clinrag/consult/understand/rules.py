@@ -1,7 +1,8 @@
 """The language rules of the finding extractor, read from data files under `resources/<language>/`, one
 record shape per file (as medspaCy keeps `resources/en/context_rules.json`):
 
-- `language.json`: the spaCy language of the tokenizer and the negspacy termset the negation cues extend;
+- `language.json`: the spaCy language of the tokenizer, the negspacy termset the negation cues extend, and
+  whether a clause no phrase matches is matched by meaning (`meaning`: an embedder of the language's text);
 - `context_rules.json`: ConText cues `{"literal", "category", "direction"}`. Categories: NEGATED_EXISTENCE,
   POSSIBLE_EXISTENCE (hedging), FAMILY (someone else's finding), EXCLUDED ("no other pain"), ANY (a
   termination for every category). Directions: FORWARD (the cue precedes the finding), BACKWARD (follows it),
@@ -100,6 +101,7 @@ class Nearby:
 class LanguageRules:
     language: str
     spacy_language: str
+    meaning: bool  # clauses no phrase matches are matched by meaning (an embedder reads the language)
     termsets: dict[str, dict[str, list[str]]]  # category → negspacy termset
     lay_phrases: dict[str, tuple[str, ...]]
     word_sets: dict[str, frozenset[str]]
@@ -206,6 +208,7 @@ def _rules(language: str, raw: dict[str, Any], digest: str) -> LanguageRules:
     return LanguageRules(
         language=language,
         spacy_language=settings["spacy"],
+        meaning=bool(settings["meaning"]),
         termsets=_termsets(raw["context_rules.json"], settings.get("negex_base")),
         lay_phrases={r["phrase"]: tuple(r["targets"]) for r in raw["lay_phrases.json"]},
         word_sets=word_sets,
