@@ -5,32 +5,21 @@ of advice ("see a doctor") rests on no evidence and says so by its kind. No mode
 
 from __future__ import annotations
 
-import json
-from functools import cache
-
 from clinrag.conditions.catalogue import packaged_catalogue
 from clinrag.consult.answer.report import ConsultationReport, DiagnosisOut, FindingOut, NextStep, Sentence
 from clinrag.consult.answer.statements import quote
 from clinrag.consult.diseases import KNOWLEDGE_LANGUAGE
 from clinrag.consult.reason.triage import CrisisOut
-from clinrag.consult.understand.rules import RESOURCES, UnsupportedLanguageError
-from clinrag.core.errors import DataFormatError
+from clinrag.consult.understand.rules import load_rules
 from clinrag.core.models import Evidence, Language
 
 SHOWN_DIAGNOSES = 3
 SHOWN_STEPS = 4  # per kind and diagnosis
 
 
-@cache
 def templates(language: str) -> dict[str, str]:
-    """The answer's templates in `language` (`resources/<language>/templates.json`, `{"key", "text"}`)."""
-    path = RESOURCES / language / "templates.json"
-    if not path.is_file():
-        raise UnsupportedLanguageError(f"no answer templates for language {language!r}")
-    try:
-        return {record["key"]: record["text"] for record in json.loads(path.read_text(encoding="utf-8"))}
-    except (ValueError, KeyError, TypeError) as exc:
-        raise DataFormatError(f"{path}: malformed answer templates ({exc!r})") from exc
+    """The answer's templates in `language` (`resources/<language>/templates.json`, read with its rules)."""
+    return load_rules(language).templates
 
 
 def rendered(report: ConsultationReport, language: Language, texts: dict[str, str]) -> ConsultationReport:

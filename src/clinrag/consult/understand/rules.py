@@ -19,6 +19,8 @@ record shape per file (as medspaCy keeps `resources/en/context_rules.json`):
   is the mention ("… worse when I take a deep breath or lie flat": the pain keeps its own);
 - `patterns.json`: `{"name", "pattern"}`: the regular expressions of age, sex, duration, onset and clauses;
 - `tables.json`: `{"table", "key", "value"}`: number words, units, plain words for slang, templates;
+- `templates.json`: `{"key", "text"}`: the answer's sentences and words (`answer.compose`), with their
+  placeholders (`{items}`, `{duration}`, …);
 - `crisis.json`: `{"crisis", "pattern"}`: the regular expressions of words that tell of a crisis of
   `clinical_tables/crisis.jsonl` (an overdose, self-harm), read whatever else the text says.
 
@@ -55,6 +57,7 @@ _FILES = (
     "patterns.json",
     "tables.json",
     "crisis.json",
+    "templates.json",
 )
 
 
@@ -110,6 +113,7 @@ class LanguageRules:
     patterns: dict[str, tuple[re.Pattern[str], ...]]
     tables: dict[str, dict[str, Any]]
     crises: dict[str, tuple[re.Pattern[str], ...]]  # crisis → the words that tell of it
+    templates: dict[str, str]  # the answer's templates by key
     fingerprint: str = field(default="")
 
     def words(self, name: str) -> frozenset[str]:
@@ -217,6 +221,7 @@ def _rules(language: str, raw: dict[str, Any], digest: str) -> LanguageRules:
         patterns={name: tuple(found) for name, found in patterns.items()},
         tables=tables,
         crises={name: tuple(found) for name, found in crises.items()},
+        templates={record["key"]: record["text"] for record in raw["templates.json"]},
         fingerprint=digest,
     )
 
