@@ -1,6 +1,7 @@
 """The patient's age and sex, the complaint's duration and onset, and whom the account is about (the one
-writing, or a child or another person they describe), read by a language's patterns
-(`resources/<language>/patterns.json`, `tables.json`): the pipeline's last pipe."""
+writing, or a child or another person they describe), read by a language's patterns and tables
+(`resources/<language>/patterns.json`, `numbers.json`, `units.json`, `since.json`, the word set `female` of
+`word_sets.json`): the pipeline's last pipe."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ class Demographics:
         return None
 
     def sex(self, text: str) -> Sex | None:
-        female = self.rules.tables["female"]
+        female = self.rules.words("female")
         for pattern in self.rules.patterns["sex"]:
             if match := pattern.search(text):
                 return "female" if match.group(1).lower() in female else "male"
@@ -81,11 +82,11 @@ class Demographics:
         found = list(self.rules.pattern("duration").finditer(text))
         if match := next((m for m in found if m.group(1)), found[0] if found else None):
             count, unit = (group.lower() for group in match.groups() if group)
-            number = float(count) if count[0].isdigit() else float(self.rules.tables["numbers"][count])
-            days = number * self.rules.tables["unit_days"][unit]
+            number = float(count) if count[0].isdigit() else float(self.rules.numbers[count])
+            days = number * self.rules.unit_days[unit]
             return Duration(text=match.group(0).strip(), days=round(days, 3))
         if match := self.rules.pattern("since").search(text):
-            return Duration(text=match.group(0), days=self.rules.tables["since_days"][match.group(1).lower()])
+            return Duration(text=match.group(0), days=self.rules.since_days[match.group(1).lower()])
         return None
 
     def onset(self, text: str) -> OnsetPhrase | None:

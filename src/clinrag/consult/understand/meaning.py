@@ -67,7 +67,7 @@ class MeaningPipe:
                 if (concept := vocabulary.lookup(name)) is not None:
                     named.setdefault(concept.id, []).append(name)
         by_id = {concept.id: concept for concept in vocabulary.concepts}
-        statement = self.rules.tables["templates"]["statement"]
+        statement = self.rules.meaning_frames.statement
         forms: list[str] = []
         starts: list[int] = []
         for concept_id, names in named.items():
@@ -100,7 +100,7 @@ class MeaningPipe:
         clauses = [clause for clause in self._clauses(doc) if _mentioned_share(clause) < 0.5]
         if not clauses:
             return []
-        plain_words = self.rules.tables["plain_words"]
+        plain_words = self.rules.plain_words
         inability = self.rules.pattern("inability")
         plain = [
             "".join(plain_words.get(token.lower_, token.text) + token.whitespace_ for token in clause).strip()
@@ -135,7 +135,7 @@ class MeaningPipe:
 
     def _framed(self, clause: str) -> Doc:
         """The clause between two stand-ins for its finding, as the context pipes' entities."""
-        sentinel = self.rules.tables["templates"]["sentinel"]
+        sentinel = self.rules.meaning_frames.sentinel
         doc = self.nlp.make_doc(f"{sentinel} {clause} {sentinel}")
         for token in doc:
             token.is_sent_start = token.i == 0

@@ -9,7 +9,8 @@ record shape per file (as medspaCy keeps `resources/en/context_rules.json`):
   TERMINATE (ends a cue's scope), PSEUDO (looks like a cue but is not);
 - `lay_phrases.json`: `{"phrase", "targets"}`: an everyday phrase and the names a vocabulary may give its
   finding, first known wins;
-- `word_sets.json`: `{"name", "words"}`: the word classes the constructions and clause rules use;
+- `word_sets.json`: `{"name", "words"}`: the word classes the constructions and clause rules use, and the
+  words that say a patient is female (`female`);
 - `constructions.json`: `{"cues", "parts", "default", "site", "refine"}`: a cue word near a body part names
   the part's finding ("pain … in my chest" → chest pain);
 - `nearby.json`: `{"cues", "before", "after", "words", "targets", "followed_by", "cue_only"}`: a cue word
@@ -18,7 +19,12 @@ record shape per file (as medspaCy keeps `resources/en/context_rules.json`):
   noise when breathing in" → stridor), the first record matching wins; with `cue_only` the cue word alone
   is the mention ("… worse when I take a deep breath or lie flat": the pain keeps its own);
 - `patterns.json`: `{"name", "pattern"}`: the regular expressions of age, sex, duration, onset and clauses;
-- `tables.json`: `{"table", "key", "value"}`: number words, units, plain words for slang, templates;
+- `numbers.json`: `{"word", "value"}`: the number a word says ("three" → 3, "a few" → 3);
+- `units.json`: `{"unit", "days"}`: a unit of time in days ("week" → 7);
+- `since.json`: `{"phrase", "days"}`: how many days ago a phrase of when says ("yesterday" → 1);
+- `plain_words.json`: `{"word", "plain"}`: the plain word for slang ("tummy" → stomach), read by meaning;
+- `meaning_frames.json`: `{"frame", "text"}`: how the meaning pipe frames a finding: `statement`, a
+  finding's name as a patient says it ("I have {}"), and `sentinel`, a word that stands for a finding;
 - `templates.json`: `{"key", "text"}`: the answer's sentences and words (`answer.compose`), with their
   placeholders (`{items}`, `{duration}`, …);
 - `crisis.json`: `{"crisis", "pattern"}`: the regular expressions of words that tell of a crisis of
@@ -55,7 +61,11 @@ _FILES = (
     "constructions.json",
     "nearby.json",
     "patterns.json",
-    "tables.json",
+    "numbers.json",
+    "units.json",
+    "since.json",
+    "plain_words.json",
+    "meaning_frames.json",
     "crisis.json",
     "templates.json",
 )
@@ -101,6 +111,12 @@ class Nearby:
 
 
 @dataclass(frozen=True)
+class MeaningFrames:
+    statement: str  # a finding's name as a patient says it ("I have {}")
+    sentinel: str  # a word that stands for a finding ("finding")
+
+
+@dataclass(frozen=True)
 class LanguageRules:
     language: str
     spacy_language: str
@@ -111,7 +127,11 @@ class LanguageRules:
     constructions: tuple[Construction, ...]
     nearby: tuple[Nearby, ...]
     patterns: dict[str, tuple[re.Pattern[str], ...]]
-    tables: dict[str, dict[str, Any]]
+    numbers: dict[str, float]  # number word → its value
+    unit_days: dict[str, float]  # unit of time → days
+    since_days: dict[str, float]  # phrase of when → days ago
+    plain_words: dict[str, str]  # slang → plain word
+    meaning_frames: MeaningFrames
     crises: dict[str, tuple[re.Pattern[str], ...]]  # crisis → the words that tell of it
     templates: dict[str, str]  # the answer's templates by key
     fingerprint: str = field(default="")
@@ -206,9 +226,7 @@ def _rules(language: str, raw: dict[str, Any], digest: str) -> LanguageRules:
     crises: dict[str, list[re.Pattern[str]]] = {}
     for record in raw["crisis.json"]:
         crises.setdefault(record["crisis"], []).append(re.compile(record["pattern"]))
-    tables: dict[str, dict[str, Any]] = {}
-    for record in raw["tables.json"]:
-        tables.setdefault(record["table"], {})[record["key"]] = record["value"]
+    frames = {record["frame"]: record["text"] for record in raw["meaning_frames.json"]}
     return LanguageRules(
         language=language,
         spacy_language=settings["spacy"],
@@ -219,7 +237,11 @@ def _rules(language: str, raw: dict[str, Any], digest: str) -> LanguageRules:
         constructions=constructions,
         nearby=nearby,
         patterns={name: tuple(found) for name, found in patterns.items()},
-        tables=tables,
+        numbers={record["word"]: record["value"] for record in raw["numbers.json"]},
+        unit_days={record["unit"]: record["days"] for record in raw["units.json"]},
+        since_days={record["phrase"]: record["days"] for record in raw["since.json"]},
+        plain_words={record["word"]: record["plain"] for record in raw["plain_words.json"]},
+        meaning_frames=MeaningFrames(statement=frames["statement"], sentinel=frames["sentinel"]),
         crises={name: tuple(found) for name, found in crises.items()},
         templates={record["key"]: record["text"] for record in raw["templates.json"]},
         fingerprint=digest,
