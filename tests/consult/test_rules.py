@@ -10,7 +10,13 @@ import pytest
 from faker_healthcare.disease_correlations import DISEASE_CORRELATIONS
 
 from clinrag.consult.understand import rules as rules_module
-from clinrag.consult.understand.rules import UnsupportedLanguageError, languages, load_rules
+from clinrag.consult.understand.rules import (
+    UnsupportedLanguageError,
+    languages,
+    load_rules,
+    pipe_config,
+    rules_for,
+)
 from clinrag.consult.understand.vocabulary import Vocabulary
 from clinrag.core.errors import DataFormatError
 from clinrag.core.settings import Settings
@@ -88,3 +94,12 @@ def test_malformed_rules_are_a_clear_error(tmp_path: Path, monkeypatch: pytest.M
     (folder / "nearby.json").write_text("[{")
     with pytest.raises(DataFormatError, match="cannot read"):
         load_rules.__wrapped__("xx")
+
+
+def test_a_pipe_is_given_its_rules_by_its_config() -> None:
+    rules = load_rules("fr")
+    config = pipe_config(rules)
+    assert config == {"language": "fr", "rules": rules.fingerprint}
+    assert rules_for(config["language"], config["rules"]) is rules
+    with pytest.raises(DataFormatError, match="delete the saved pipeline"):
+        rules_for("fr", "0" * 16)

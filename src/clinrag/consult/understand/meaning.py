@@ -16,7 +16,7 @@ import numpy as np
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 
-from clinrag.consult.understand.rules import LanguageRules, load_rules
+from clinrag.consult.understand.rules import LanguageRules, rules_for
 from clinrag.consult.understand.scopes import LABEL, context
 from clinrag.consult.understand.vocabulary import Concept, Vocabulary
 from clinrag.embed.base import Embedder
@@ -40,9 +40,10 @@ class Meant:
     other: bool = False  # the clause speaks of someone else ("my sister had it")
 
 
-@Language.factory("clinrag_meaning", default_config={"language": "en"})
-def make_meaning(nlp: Language, name: str, language: str) -> MeaningPipe:
-    return MeaningPipe(nlp, load_rules(language))
+@Language.factory("clinrag_meaning")
+def make_meaning(nlp: Language, name: str, language: str, rules: str) -> MeaningPipe:
+    """`language` and `rules` (their fingerprint): the rules the pipe reads (`rules.pipe_config`)."""
+    return MeaningPipe(nlp, rules_for(language, rules))
 
 
 class MeaningPipe:

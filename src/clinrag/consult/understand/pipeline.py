@@ -29,7 +29,7 @@ from spacy.util import filter_spans
 from clinrag.consult.understand.demographics import Demographics
 from clinrag.consult.understand.meaning import MeaningPipe  # noqa: F401  (registers the "clinrag_meaning" factory)
 from clinrag.consult.understand.readings import ReadingsPipe  # noqa: F401  (registers "clinrag_readings")
-from clinrag.consult.understand.rules import Construction, LanguageRules, load_rules
+from clinrag.consult.understand.rules import Construction, LanguageRules, pipe_config, rules_for
 from clinrag.consult.understand.scopes import LABEL, add_context
 from clinrag.consult.understand.vocabulary import Vocabulary
 
@@ -61,17 +61,18 @@ def build_pipeline(vocabulary: Vocabulary, rules: LanguageRules) -> Language:
         [{"label": LABEL, "pattern": text, "id": concept} for text, concept in surfaces.items()]
     )
     nlp.add_pipe("sentencizer")
-    nlp.add_pipe("clinrag_asides", name="asides", config={"language": rules.language})
-    constructions = nlp.add_pipe(
-        "clinrag_constructions", name="constructions", config={"language": rules.language}
-    )
+    # each pipe that reads the rules is given them by its config (their language and fingerprint), saved
+    # with the pipeline
+    config = pipe_config(rules)
+    nlp.add_pipe("clinrag_asides", name="asides", config=config)
+    constructions = nlp.add_pipe("clinrag_constructions", name="constructions", config=config)
     constructions.resolve(vocabulary, rules)
     nlp.add_pipe("clinrag_resolve", name="resolve")
-    readings = nlp.add_pipe("clinrag_readings", name="readings", config={"language": rules.language})
+    readings = nlp.add_pipe("clinrag_readings", name="readings", config=config)
     readings.resolve(vocabulary)
     add_context(nlp, rules)
-    nlp.add_pipe("clinrag_meaning", name="meaning", config={"language": rules.language})
-    nlp.add_pipe("clinrag_demographics", name="demographics", config={"language": rules.language})
+    nlp.add_pipe("clinrag_meaning", name="meaning", config=config)
+    nlp.add_pipe("clinrag_demographics", name="demographics", config=config)
     return nlp
 
 
@@ -118,9 +119,9 @@ class ConceptRuler(SpanRuler):
         return self
 
 
-@Language.factory("clinrag_asides", default_config={"language": "en"})
-def make_asides(nlp: Language, name: str, language: str) -> AsidesPipe:
-    return AsidesPipe(nlp, load_rules(language))
+@Language.factory("clinrag_asides")
+def make_asides(nlp: Language, name: str, language: str, rules: str) -> AsidesPipe:
+    return AsidesPipe(nlp, rules_for(language, rules))
 
 
 class AsidesPipe:
@@ -151,9 +152,9 @@ class AsidesPipe:
         return doc
 
 
-@Language.factory("clinrag_constructions", default_config={"language": "en"})
-def make_constructions(nlp: Language, name: str, language: str) -> ConstructionsPipe:
-    return ConstructionsPipe(load_rules(language))
+@Language.factory("clinrag_constructions")
+def make_constructions(nlp: Language, name: str, language: str, rules: str) -> ConstructionsPipe:
+    return ConstructionsPipe(rules_for(language, rules))
 
 
 class ConstructionsPipe:
@@ -312,6 +313,6 @@ def resolve_mentions(doc: Doc) -> Doc:
     return doc
 
 
-@Language.factory("clinrag_demographics", default_config={"language": "en"})
-def make_demographics(nlp: Language, name: str, language: str) -> Demographics:
-    return Demographics(load_rules(language))
+@Language.factory("clinrag_demographics")
+def make_demographics(nlp: Language, name: str, language: str, rules: str) -> Demographics:
+    return Demographics(rules_for(language, rules))

@@ -14,16 +14,17 @@ from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
 
 from clinrag.consult.clinical import Reading, packaged_tables
-from clinrag.consult.understand.rules import LanguageRules, load_rules
+from clinrag.consult.understand.rules import LanguageRules, rules_for
 from clinrag.consult.understand.scopes import LABEL
 from clinrag.consult.understand.vocabulary import Vocabulary
 
 Span.set_extension("reading", default=None, force=True)  # "present" / "absent": what a reading says
 
 
-@Language.factory("clinrag_readings", default_config={"language": "en"})
-def make_readings(nlp: Language, name: str, language: str) -> ReadingsPipe:
-    return ReadingsPipe(load_rules(language), packaged_tables().readings)
+@Language.factory("clinrag_readings")
+def make_readings(nlp: Language, name: str, language: str, rules: str) -> ReadingsPipe:
+    """`language` and `rules` (their fingerprint): the rules the pipe reads (`rules.pipe_config`)."""
+    return ReadingsPipe(rules_for(language, rules), packaged_tables().readings)
 
 
 class ReadingsPipe:

@@ -30,7 +30,12 @@ record shape per file (as medspaCy keeps `resources/en/context_rules.json`):
 - `crisis.json`: `{"crisis", "pattern"}`: the regular expressions of words that tell of a crisis of
   `clinical_tables/crisis.jsonl` (an overdose, self-harm), read whatever else the text says.
 
-Adding a lay phrase is one line of `lay_phrases.json`."""
+Adding a lay phrase is one line of `lay_phrases.json`.
+
+A spaCy pipe of the finding pipeline is given its rules through its factory's config, as spaCy and medspaCy
+configure a component: the language and the fingerprint of the rules it was built with
+(`pipe_config(rules)`), saved with the pipeline (`nlp.to_disk`) and read back by `rules_for` when it is
+loaded, which refuses rules other than those."""
 
 from __future__ import annotations
 
@@ -176,6 +181,23 @@ def load_rules(language: str) -> LanguageRules:
         return _rules(language, raw, digest)
     except (KeyError, TypeError, ValueError, re.error) as exc:
         raise DataFormatError(f"{folder}: malformed finding rules ({exc!r})") from exc
+
+
+def pipe_config(rules: LanguageRules) -> dict[str, str]:
+    """The factory config of a pipe that reads `rules`: their language and fingerprint."""
+    return {"language": rules.language, "rules": rules.fingerprint}
+
+
+def rules_for(language: str, fingerprint: str) -> LanguageRules:
+    """The rules of `language` a pipe's factory config names, which must be those of `fingerprint` (the rules
+    the pipe was built with): a pipeline saved with other rules is an error, never read with these."""
+    rules = load_rules(language)
+    if rules.fingerprint != fingerprint:
+        raise DataFormatError(
+            f"a finding pipe was built with the {language!r} rules {fingerprint!r}, not the installed ones "
+            f"({rules.fingerprint!r}); delete the saved pipeline to rebuild it"
+        )
+    return rules
 
 
 def _read(path: Path) -> Any:
