@@ -10,7 +10,8 @@ record shape per file (as medspaCy keeps `resources/en/context_rules.json`):
 - `lay_phrases.json`: `{"phrase", "targets"}`: an everyday phrase and the names a vocabulary may give its
   finding, first known wins;
 - `word_sets.json`: `{"name", "words"}`: the word classes the constructions and clause rules use, and the
-  words that say a patient is female (`female`);
+  words that say a patient is female (`female`); in English, the knowledge's language, the prepositions
+  after a finding name's head (`head_prepositions`: "pain in the chest" is a kind of pain);
 - `constructions.json`: `{"cues", "parts", "default", "site", "refine"}`: a cue word near a body part names
   the part's finding ("pain … in my chest" → chest pain);
 - `nearby.json`: `{"cues", "before", "after", "words", "targets", "followed_by", "cue_only"}`: a cue word

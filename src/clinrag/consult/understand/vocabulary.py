@@ -12,11 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 import srsly
 
+from clinrag.consult.diseases import KNOWLEDGE_LANGUAGE
+from clinrag.consult.understand.rules import load_rules
 from clinrag.core.errors import DataFormatError
 from clinrag.graph.importers.ddxplus_findings import is_question, usable_surfaces
 from clinrag.graph.importers.records import FindingTerm, SourceTraits
@@ -292,7 +294,13 @@ class Vocabulary:
             raise DataFormatError(f"{path}: not a saved vocabulary ({exc}); delete it to rebuild") from exc
 
 
-_HEAD_BEFORE = re.compile(r"^(?P<head>.+?)\s+(?:in|of|on|with|during|after)\s+", re.IGNORECASE)
+@cache
+def _head_before() -> re.Pattern[str]:
+    """A name's head before its preposition: the prepositions are data of the language the knowledge names its
+    findings in (the word set `head_prepositions` of its rules)."""
+    prepositions = load_rules(KNOWLEDGE_LANGUAGE).words("head_prepositions")
+    alternatives = "|".join(re.escape(word) for word in sorted(prepositions))
+    return re.compile(rf"^(?P<head>.+?)\s+(?:{alternatives})\s+", re.IGNORECASE)
 
 
 def reachable(concept: str, links: Mapping[str, Sequence[str]]) -> list[str]:
@@ -310,7 +318,7 @@ def reachable(concept: str, links: Mapping[str, Sequence[str]]) -> list[str]:
 
 def _head(name: str) -> str | None:
     """The word or phrase a symptom name is a kind of: before its preposition, else its last word."""
-    match = _HEAD_BEFORE.match(name)
+    match = _head_before().match(name)
     if match:
         return match["head"]
     words = name.split()
