@@ -159,7 +159,8 @@ def _interview(method, case: Case, consultant, state, max_questions: int, confid
     flags_before: set[str] = set()  # the red flags before the last answer: one it raises ends the interview
     while True:
         data, evidence = consultant.report(state)
-        report = rendered(data, case.language, {item.id: item.text for item in evidence})
+        texts = {item.id: item.text for item in evidence}
+        report = rendered(data, case.language, texts, consultant.names_in(case.language))
         _print_differential(report.differential[:5])
         top = report.differential[0].probability if report.differential else 0.0
         # the red flags the last answer raised (none before the first answer: the text's are in the answer)

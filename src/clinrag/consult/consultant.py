@@ -19,6 +19,7 @@ from clinrag.consult.answer.report import ConsultationReport
 from clinrag.consult.answer.reported_findings import findings_report
 from clinrag.consult.answer.statements import cited_statements
 from clinrag.consult.answer.steps import STEP_DIAGNOSES, next_steps
+from clinrag.consult.diseases import KNOWLEDGE_LANGUAGE
 from clinrag.consult.reason.dangers import dangerous_diseases, dangers, red_flags
 from clinrag.consult.reason.differential import Differential, leading
 from clinrag.consult.reason.option_ranking import OptionNames, RankedOption
@@ -26,7 +27,7 @@ from clinrag.consult.reason.triage import Triage
 from clinrag.consult.settings import ConsultantSettings
 from clinrag.consult.state import ConsultState
 from clinrag.consult.understand.coded import with_codes
-from clinrag.consult.understand.finding_names import patient_words
+from clinrag.consult.understand.finding_names import names_in_language, patient_words
 from clinrag.consult.understand.findings import FindingExtractor, Findings, FindingStatus
 from clinrag.core.models import Evidence, Language
 from clinrag.core.provenance import Origin
@@ -51,11 +52,21 @@ class Consultant:
         self.settings = settings
         self.triage = triage  # where to go and how soon
         self.concepts = {concept.id: concept for concept in differential.vocabulary.concepts}
+        self._names: dict[str, dict[str, str]] = {}
 
     def patients(self) -> int | None:
         """How many past patients the differential draws on (None without a patient base)."""
         experience = self.differential.experience
         return int(experience.patients.sum()) if experience is not None else None
+
+    def names_in(self, language: Language) -> dict[str, str]:
+        """The findings' names as the report gives them → their names in `language` (none to change in the
+        knowledge's own language)."""
+        if language not in self._names:
+            vocabulary = self.extractors(language).vocabulary
+            named = language != KNOWLEDGE_LANGUAGE
+            self._names[language] = names_in_language(self.concepts, vocabulary) if named else {}
+        return self._names[language]
 
     def leaving_out(self, record_id: str) -> Consultant:
         """This consultant with one past patient left out of its experience."""

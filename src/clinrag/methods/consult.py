@@ -227,7 +227,8 @@ class ConsultMethod(Method):
             step.output = state.findings.model_dump(mode="json") | {"answered": state.answered}
         with answer.trace.step("consult.report") as step:
             report, evidence = consultant.report(state)
-            report = rendered(report, case.language, {item.id: item.text for item in evidence})
+            texts = {item.id: item.text for item in evidence}
+            report = rendered(report, case.language, texts, consultant.names_in(case.language))
             step.output = {"abstained": report.abstained, "reason": report.abstention_reason}
         if case.options:
             with answer.trace.step("consult.options", options=len(case.options)) as step:

@@ -5,6 +5,8 @@ of advice ("see a doctor") rests on no evidence and says so by its kind. No mode
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from clinrag.conditions.catalogue import packaged_catalogue
 from clinrag.consult.answer.report import ConsultationReport, DiagnosisOut, FindingOut, NextStep, Sentence
 from clinrag.consult.answer.statements import quote
@@ -22,11 +24,19 @@ def templates(language: str) -> dict[str, str]:
     return load_rules(language).templates
 
 
-def rendered(report: ConsultationReport, language: Language, texts: dict[str, str]) -> ConsultationReport:
-    """The report with what it says in words filled in, in `language`: the duration, how past patients were
-    used, each question, and the answer's sentences (`texts`: the evidence's texts by id)."""
+def rendered(
+    report: ConsultationReport,
+    language: Language,
+    texts: dict[str, str],
+    names: Mapping[str, str] | None = None,
+) -> ConsultationReport:
+    """The report with what it says in words filled in, in `language`: the findings' names (`names`: the
+    report's name → the name in `language`), the duration, how past patients were used, each question, and
+    the answer's sentences (`texts`: the evidence's texts by id)."""
     t = templates(language)
     report = report.model_copy(deep=True)
+    if names:
+        _name_findings(report, names)
     report.duration = duration_text(report.duration_days, report.duration_written, t)
     report.experience = t["experience"].format(n=report.patients) if report.patients else t["no_experience"]
     # a question is put to whom the account is about: "Do you have …", "Does your child have …"
@@ -38,6 +48,19 @@ def rendered(report: ConsultationReport, language: Language, texts: dict[str, st
         question.text = asked or ask.format(finding=question.finding)
     report.sentences = compose(report, language, texts)
     return report
+
+
+def _name_findings(report: ConsultationReport, names: Mapping[str, str]) -> None:
+    """Each finding the report names, by its name in the consultation's language where it has one."""
+    for finding in report.findings:
+        finding.name = names.get(finding.name, finding.name)
+    for question in report.questions:
+        question.finding = names.get(question.finding, question.finding)
+    for flag in report.red_flags:
+        flag.finding = names.get(flag.finding, flag.finding)
+    for diagnosis in report.differential:
+        for listed in (diagnosis.supporting, diagnosis.against, diagnosis.not_reported):
+            listed[:] = [names.get(name, name) for name in listed]
 
 
 def duration_text(days: float | None, written: str | None, t: dict[str, str]) -> str | None:

@@ -3,6 +3,8 @@ the name a question asks it by, a knowledge's label in plain words."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from clinrag.consult.understand.vocabulary import Concept, Vocabulary
 from clinrag.graph.importers.ddxplus_findings import is_question
 
@@ -39,3 +41,9 @@ def patient_words(vocabulary: Vocabulary, label: str) -> str:
     """A finding named by the knowledge (an HPO label) in the words a patient uses, where it has them."""
     concept = vocabulary.first_known((label,))
     return asked_name(concept) if concept is not None else label.lower()
+
+
+def names_in_language(concepts: Mapping[str, Concept], vocabulary: Vocabulary) -> dict[str, str]:
+    """The findings' names as a report gives them (`display_name`, in the knowledge's language) → their names
+    in the language `vocabulary` reads (its preferred name), for every concept it names."""
+    return {display_name(concepts[c.id]): plain(c.name) for c in vocabulary.concepts if c.id in concepts}
