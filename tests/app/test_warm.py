@@ -4,6 +4,7 @@ without harm, and the process gone once idle."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -56,7 +57,19 @@ def warm_home(consult_home: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("CLINRAG_HOME", str(consult_home))
     monkeypatch.setenv("CLINRAG_CONSULT_WARM_S", "120")
     yield consult_home
-    subprocess.run(["pkill", "-f", f"clinrag.app.warm {consult_home / 'run'}"], check=False)
+    _stop_warm_processes(consult_home / "run")
+
+
+def _stop_warm_processes(run: Path) -> None:
+    """SIGTERM to every warm process serving a socket under `run` (read from /proc: no pkill needed)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            words = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"clinrag.app.warm" in words and any(w.startswith(str(run).encode()) for w in words):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(cmdline.parent.name), signal.SIGTERM)
 
 
 def _consult_json() -> dict:
