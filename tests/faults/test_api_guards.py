@@ -17,7 +17,7 @@ from clinrag.core.settings import Settings
 from clinrag.patients.defaults import open_patient_base
 from tests.app.web.conftest import start_server
 
-TOKEN = "s3cret"
+TOKEN = "s3cret-operator-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 VIGNETTE = (
     "A 34-year-old woman has itchy, red, scaly plaques on the elbows and knees with silvery scales, worse "

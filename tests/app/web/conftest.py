@@ -111,7 +111,11 @@ def live(web_home, web_kb, data_dir, embedded, minilm_embedder, ddx_service) -> 
 def secured(web_home, web_kb, data_dir, embedded, minilm_embedder) -> Iterator[LiveServer]:
     """A server with a bearer token, a small body limit and a short per-request timeout."""
     settings = Settings(
-        home=web_home, kb_path=web_kb, api_token="s3cret", api_max_body_bytes=4096, api_timeout_s=0.5
+        home=web_home,
+        kb_path=web_kb,
+        api_token="s3cret-operator-token",
+        api_max_body_bytes=4096,
+        api_timeout_s=0.5,
     )
     server, thread, live = serve(settings, data_dir, embedded, minilm_embedder, None)
     yield live

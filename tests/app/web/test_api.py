@@ -251,7 +251,7 @@ def test_token_body_limit_and_timeout(secured) -> None:
     assert missing.headers["www-authenticate"] == "Bearer"
     wrong = httpx.post(url, json={"text": "fever"}, headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 401
-    auth = {"Authorization": "Bearer s3cret"}
+    auth = {"Authorization": "Bearer s3cret-operator-token"}
     huge = httpx.post(url, json={"text": "x" * 10_000}, headers=auth)
     assert huge.status_code == 413 and "larger than 4096 bytes" in huge.json()["error"]
 

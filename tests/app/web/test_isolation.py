@@ -73,6 +73,20 @@ def test_an_empty_or_blank_token_is_refused_not_taken_for_none(tmp_path: Path) -
     assert "CLINRAG_API_TOKEN is empty" in served.stdout + served.stderr
 
 
+def test_a_short_or_invisible_token_is_refused(tmp_path: Path) -> None:
+    """A token guessed in a few requests, or one that looks empty, guards nothing."""
+    for token, why in (
+        ("x", "1 characters, fewer than 16"),
+        ("a-token-of-15ch", "15 characters"),
+        ("\u200b" * 20, "invisible"),
+        ("a-token-with-a\u200bzero-width-space", "invisible"),
+        ("a token with spaces inside", "space character"),
+    ):
+        with pytest.raises(ConfigError, match=why):
+            create_app(ConsultService(Settings(home=tmp_path, api_token=token)))
+    assert create_app(ConsultService(Settings(home=tmp_path, api_token="a-token-of-16chr"))) is not None
+
+
 @pytest.mark.integration
 def test_serving_every_address_needs_the_names_clients_use() -> None:
     served = run_cli(

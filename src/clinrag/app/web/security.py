@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import unicodedata
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
@@ -20,6 +21,9 @@ class Unauthorized(ClinragError):
 
 
 TOKEN_COOKIE = "clinrag_token"
+# A token a client could guess in a few thousand requests is no guard (a 1-character one fell in 37): at
+# least this many characters, printable ones (a zero-width space or a control character looks empty)
+MIN_TOKEN_CHARS = 16
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
@@ -35,6 +39,15 @@ def configured_token(secret: SecretStr | None) -> str | None:
         )
     if token != token.strip():
         raise ConfigError("CLINRAG_API_TOKEN begins or ends with white space: set it without")
+    if any(unicodedata.category(char)[0] in "CZ" for char in token):
+        raise ConfigError(
+            "CLINRAG_API_TOKEN holds a control, invisible or space character: use printable characters only"
+        )
+    if len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(
+            f"CLINRAG_API_TOKEN has {len(token)} characters, fewer than {MIN_TOKEN_CHARS}: use a random one, "
+            "e.g. python -c 'import secrets; print(secrets.token_urlsafe(24))'"
+        )
     return token
 
 
