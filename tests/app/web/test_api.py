@@ -186,8 +186,9 @@ def test_consultation_sessions_refuse_bad_input(consult_ready) -> None:
         ),
     ):
         assert missing.status_code == 404 and "no session 'nope'" in missing.json()["error"]
-    empty = httpx.post(f"{url}/v1/consult/sessions", json={"text": ""})
-    assert empty.status_code == 422 and "body.text" in empty.json()["error"]
+    for words in ("", "   \n\t"):
+        empty = httpx.post(f"{url}/v1/consult/sessions", json={"text": words})
+        assert empty.status_code == 422 and "body.text" in empty.json()["error"]
     bad_params = httpx.post(f"{url}/v1/consult/sessions", json={"text": EXAMPLE, "params": {"questions": 99}})
     assert bad_params.status_code == 422 and "invalid consult parameters" in bad_params.json()["error"]
     no_data = {"text": EXAMPLE, "params": {"sources": "ddxplus:/nonexistent"}}

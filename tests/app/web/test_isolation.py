@@ -276,6 +276,12 @@ def test_pages_of_other_sites_and_rebound_names_are_refused(guarded) -> None:
     assert fetched.status_code == 403
     own = httpx.post(f"{url}/ui/consult", data=form, headers={**AUTH, "Origin": url})
     assert own.status_code == 200
+    # no other site may frame a page or run a script in it; a refusal says so too
+    for response in (own, rebound, httpx.get(f"{url}/ui", headers=AUTH)):
+        assert response.headers["x-frame-options"] == "DENY"
+        policy = response.headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in policy and "script-src 'self';" in policy
+        assert response.headers["x-content-type-options"] == "nosniff"
 
 
 def test_deep_huge_or_mistyped_parameters_are_bounded_invalid_input(guarded) -> None:

@@ -43,7 +43,14 @@ from clinrag.app.web.schemas import (
     ErrorOut,
     Health,
 )
-from clinrag.app.web.security import BodyLimit, HostGuard, RequestDeadline, check_token, configured_token
+from clinrag.app.web.security import (
+    BodyLimit,
+    HostGuard,
+    RequestDeadline,
+    SecurityHeaders,
+    check_token,
+    configured_token,
+)
 from clinrag.app.web.services import ConsultService, ConsultSessions, DdxService
 from clinrag.app.web.ui import mount_ui, token_page
 from clinrag.core.errors import (
@@ -69,6 +76,7 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
     app.add_middleware(RequestDeadline, seconds=settings.api_timeout_s)
     app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
     app.add_middleware(HostGuard, allowed_hosts=settings.api_allowed_hosts)
+    app.add_middleware(SecurityHeaders)  # outermost: refusals carry the headers too
     sessions = ConsultSessions(consult)
     app.state.consult, app.state.sessions, app.state.ddx = consult, sessions, ddx
 

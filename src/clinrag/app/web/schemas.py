@@ -76,10 +76,19 @@ class ConsultRequest(BaseModel):
     )
 
 
+def _not_blank(text: str) -> str:
+    """Words that are only white space start no consultation (as `/v1/consult` refuses an empty case)."""
+    if not text.strip():
+        raise ValueError("the patient's words are empty")
+    return text
+
+
 class ConsultStart(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The patient's words.")
+    text: Annotated[str, AfterValidator(_not_blank)] = Field(
+        min_length=1, max_length=MAX_TEXT_CHARS, description="The patient's words."
+    )
     language: Language = "en"
     params: Params = Field(
         default_factory=dict, description="The consult method's --param values (sources, patients, kb, ...)."
