@@ -75,3 +75,18 @@ def test_api_key_is_masked_when_shown(monkeypatch):
     described = load_settings().described()
     assert "sk-secret-123" not in str(described)
     assert load_settings().llm_api_key.get_secret_value() == "sk-secret-123"
+
+
+def test_passwords_in_a_list_of_graph_uris_are_masked_when_shown(monkeypatch):
+    monkeypatch.setenv(
+        "CLINRAG_API_GRAPH_URIS", "redis://user:pw123@127.0.0.1:6379,bolt://neo:s3cr3t@db:7687"
+    )
+    shown = load_settings().described()["api_graph_uris"]
+    assert shown == ["redis://user:***@127.0.0.1:6379", "bolt://neo:***@db:7687"]
+
+
+@pytest.mark.parametrize("home", ["", "   "])
+def test_an_empty_home_is_refused_not_taken_for_the_current_folder(monkeypatch, home):
+    monkeypatch.setenv("CLINRAG_HOME", home)
+    with pytest.raises(ConfigError, match="CLINRAG_HOME is empty"):
+        load_settings()

@@ -10,7 +10,7 @@ import signal
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -38,6 +38,11 @@ def served_settings(
     from clinrag.app.web.security import configured_token
 
     token = configured_token(settings.api_token)
+    if not settings.api_allowed_hosts:
+        raise ConfigError(
+            "CLINRAG_API_ALLOWED_HOSTS is empty: every request would be refused; unset it for the loopback "
+            "names, or give the names clients reach this server by ('*' for any)"
+        )
     update: dict[str, object] = {
         "api_data_roots": [*settings.api_data_roots, *paths],
         "api_graph_uris": [*settings.api_graph_uris, *graphs],
@@ -86,7 +91,10 @@ def serve(
         list[str] | None,
         typer.Option(help="A graph URI requests' parameters may name (repeatable; CLINRAG_API_GRAPH_URIS)."),
     ] = None,
-    log_level: Annotated[str, typer.Option(help="Log level of clinrag and uvicorn.")] = "info",
+    log_level: Annotated[
+        Literal["critical", "error", "warning", "info", "debug"],
+        typer.Option(help="Log level of clinrag and uvicorn."),
+    ] = "info",
 ) -> None:
     """Serve the HTTP API (/v1, OpenAPI docs at /docs) and the web UI: the interactive consultation at /, any
     method at /advanced, the DDXPlus differential at /ddx. Settings come from CLINRAG_API_* (the token, the
@@ -101,6 +109,8 @@ def serve(
 
     settings = served_settings(settings_from(ctx), host, kb, allow_path or [], allow_graph or [])
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # httpx logs each request's URL at INFO: a model server's ?api_key= would reach the log
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
     embedder = build_embedder(settings)
     # a base the user names is opened now (a wrong path fails at start); the default one when a method that
     # draws on patients is first asked for

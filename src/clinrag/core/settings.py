@@ -178,6 +178,14 @@ class Settings(BaseSettings):
     api_max_connections: int = Field(default=200, ge=1)
     ui_assets_path: Path | None = None  # the folder holding htmx.min.js (default: installed by install.sh)
 
+    @field_validator("home", mode="before")
+    @classmethod
+    def _named_home(cls, value: Any) -> Any:
+        """An empty home is a mistake, not the current folder: files would land wherever clinrag runs."""
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("CLINRAG_HOME is empty: unset it for the default, or name a folder")
+        return value
+
     @field_validator("api_allowed_hosts", "api_data_roots", "api_graph_uris", mode="before")
     @classmethod
     def _comma_list(cls, value: Any) -> Any:
@@ -250,6 +258,8 @@ class Settings(BaseSettings):
 def _shown(value: Any) -> Any:
     if isinstance(value, str):
         return redact_url(value)
+    if isinstance(value, list):  # a list of URIs (CLINRAG_API_GRAPH_URIS) masks each one
+        return [_shown(item) for item in value]
     return str(value) if isinstance(value, Path | SecretStr) else value
 
 

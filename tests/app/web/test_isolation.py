@@ -88,6 +88,19 @@ def test_a_short_or_invisible_token_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+def test_no_allowed_host_or_an_unknown_log_level_is_refused_in_one_line() -> None:
+    """Settings that would answer every client 400, and a log level that does not exist, stop `serve`
+    with a one-line message and exit code 2, not a traceback."""
+    for args, env, message in (
+        ((), {"CLINRAG_API_ALLOWED_HOSTS": ""}, "CLINRAG_API_ALLOWED_HOSTS is empty"),
+        (("--log-level", "nope"), {}, "nope"),
+    ):
+        served = run_cli("serve", "--port", "0", *args, env=env, timeout=60)
+        output = served.stdout + served.stderr
+        assert served.returncode == 2 and message in output and "Traceback" not in output, output
+
+
+@pytest.mark.integration
 def test_serving_every_address_needs_the_names_clients_use() -> None:
     served = run_cli(
         "serve", "--host", "0.0.0.0", "--port", "0", env={"CLINRAG_API_TOKEN": TOKEN}, timeout=60
