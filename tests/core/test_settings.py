@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -90,3 +91,10 @@ def test_an_empty_home_is_refused_not_taken_for_the_current_folder(monkeypatch, 
     monkeypatch.setenv("CLINRAG_HOME", home)
     with pytest.raises(ConfigError, match="CLINRAG_HOME is empty"):
         load_settings()
+
+
+def test_a_config_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_settings(config_file=fifo)

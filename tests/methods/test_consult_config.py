@@ -8,10 +8,13 @@ import ast
 import dataclasses
 import inspect
 
+import pytest
+
 from clinrag.consult.reason.differential import LikelihoodSettings
 from clinrag.consult.reason.triage import TriageSettings
 from clinrag.consult.settings import ConsultantSettings
 from clinrag.consult.understand.meaning import NEGATION_MARGIN, SEMANTIC_THRESHOLD
+from clinrag.core.errors import InvalidInputError
 from clinrag.methods import consult as consult_module
 from clinrag.methods.consult import ConsultConfig
 
@@ -52,3 +55,9 @@ def test_every_engine_default_is_read_from_its_part() -> None:
 def test_the_parts_write_no_default_of_another() -> None:
     names = [f.name for part in PARTS for f in dataclasses.fields(part)]
     assert len(names) == len(set(names))
+
+
+def test_infinity_and_nan_are_no_parameter_value() -> None:
+    for value in (float("inf"), float("-inf"), float("nan")):
+        with pytest.raises(InvalidInputError, match="finite number"):
+            ConsultConfig.from_params({"spectrum": value})

@@ -41,6 +41,9 @@ class _TomlSource(PydanticBaseSettingsSource):
     def __call__(self) -> dict[str, Any]:
         if self.path is None:
             return {}
+        # a FIFO or a device would block the read or never end: a config is a regular file
+        if self.path.exists() and not self.path.is_dir() and not self.path.is_file():
+            raise ConfigError(f"the config file {self.path} is not a regular file")
         try:
             raw = tomllib.loads(decode(self.path.read_bytes(), self.path))
         except FileNotFoundError as exc:

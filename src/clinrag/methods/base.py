@@ -78,7 +78,8 @@ class MethodConfig(BaseModel):
     parameter set of the method (`preset=paper`: the paper's published configuration, `parameter_sets`),
     applied under the parameters given with it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Infinity and NaN (which JSON readers accept) are no parameter value: a number must be finite
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
     method_name: ClassVar[str]
     preset: str | None = None
 
