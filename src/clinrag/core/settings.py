@@ -178,6 +178,8 @@ class Settings(BaseSettings):
     api_session_ttl_s: float = Field(default=3_600.0, gt=0)
     # Connections: how long a client may take to send a request's head, and how many may be open at once.
     api_header_timeout_s: float = Field(default=10.0, gt=0)
+    # … and its whole body (408 beyond), so one that announces a body and never sends it is cut off
+    api_body_timeout_s: float = Field(default=10.0, gt=0)
     api_max_connections: int = Field(default=200, ge=1)
     ui_assets_path: Path | None = None  # the folder holding htmx.min.js (default: installed by install.sh)
 

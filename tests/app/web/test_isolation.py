@@ -51,6 +51,7 @@ def guarded(
         api_token=TOKEN,
         api_timeout_s=TIMEOUT_S,
         api_header_timeout_s=1.0,
+        api_body_timeout_s=1.0,
         api_graph_uris=[silent_graph],
         api_data_roots=[data_dir / "icraft_md"],
     )
@@ -331,3 +332,26 @@ def test_clients_that_hold_a_connection_without_a_request_are_cut_off(guarded) -
             began = time.monotonic()
             assert connection.recv(1024) == b""  # closed by the server, not timed out here
             assert time.monotonic() - began < 4
+
+
+def test_a_body_that_never_arrives_is_cut_off_before_the_request_deadline(guarded) -> None:
+    """A request announcing 100 bytes of body and sending none (or half) gets 408 once the body deadline
+    passes, well before the request deadline (504), and its connection is closed."""
+    url, _ = guarded
+    host, port = url.removeprefix("http://").split(":")
+    head = (
+        f"POST /v1/consult HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    ).encode()
+    for sent in (b"", b'{"text": "fev'):
+        with socket.create_connection((host, int(port))) as client:
+            client.settimeout(TIMEOUT_S + 2)
+            began = time.monotonic()
+            client.sendall(head + sent)
+            reply = b""
+            while chunk := client.recv(4096):
+                reply += chunk
+            assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
+            assert b"did not arrive within 1 s" in reply
+            assert time.monotonic() - began < TIMEOUT_S
+    assert httpx.post(f"{url}/v1/consult", json={"text": "fever"}, headers=AUTH).status_code == 200

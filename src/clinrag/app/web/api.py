@@ -74,7 +74,9 @@ def create_app(consult: ConsultService, ddx: DdxService | None = None) -> FastAP
     )
     # The last added runs first: the Host and Origin are checked before anything is read or timed.
     app.add_middleware(RequestDeadline, seconds=settings.api_timeout_s)
-    app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
+    app.add_middleware(
+        BodyLimit, max_bytes=settings.api_max_body_bytes, timeout_s=settings.api_body_timeout_s
+    )
     app.add_middleware(HostGuard, allowed_hosts=settings.api_allowed_hosts)
     app.add_middleware(SecurityHeaders)  # outermost: refusals carry the headers too
     sessions = ConsultSessions(consult)

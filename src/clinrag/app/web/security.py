@@ -71,11 +71,14 @@ def check_token(request: Request, token: str | None) -> None:
 
 class BodyLimit:
     """Refuses request bodies over `max_bytes` with 413: at once when Content-Length says so, else as soon as
-    the streamed body passes the limit (so a chunked upload cannot exhaust memory)."""
+    the streamed body passes the limit (so a chunked upload cannot exhaust memory). A body that has not
+    wholly arrived `timeout_s` after the request began gets 408 and its connection is closed, so a client
+    that announces a body and never sends it holds no connection for the whole request deadline."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, timeout_s: float) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -83,23 +86,37 @@ class BodyLimit:
             return
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_bytes:
-            await self._refuse(send)
+            await self._refuse(send, 413, f"the request body is larger than {self.max_bytes} bytes")
             return
         received = 0
         refused = False
+        body_done = False
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
 
         async def limited_receive() -> Message:
-            # Past the limit the 413 is sent here and the app sees the client gone; its reply is dropped
+            # Past a limit the error is sent here and the app sees the client gone; its reply is dropped
             # (frameworks turn an exception raised while reading the body into their own 400).
-            nonlocal received, refused
-            message = await receive()
+            nonlocal received, refused, body_done
+            if body_done:  # after the body: waiting for a disconnect is not bounded here
+                return await receive()
+            try:
+                left = deadline - asyncio.get_running_loop().time()
+                message = await asyncio.wait_for(receive(), timeout=max(left, 0.0))
+            except TimeoutError:
+                return await refuse(408, f"the request body did not arrive within {self.timeout_s:g} s")
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes and not refused:
-                    refused = True
-                    await self._refuse(send)
-                    return {"type": "http.disconnect"}
+                body_done = not message.get("more_body", False)
+                if received > self.max_bytes:
+                    return await refuse(413, f"the request body is larger than {self.max_bytes} bytes")
             return message
+
+        async def refuse(status: int, error: str) -> Message:
+            nonlocal refused
+            if not refused:
+                refused = True
+                await self._refuse(send, status, error)
+            return {"type": "http.disconnect"}
 
         async def guarded_send(message: Message) -> None:
             if not refused:
@@ -107,8 +124,9 @@ class BodyLimit:
 
         await self.app(scope, limited_receive, guarded_send)
 
-    async def _refuse(self, send: Send) -> None:
-        await _reply(send, 413, f"the request body is larger than {self.max_bytes} bytes", "BodyLimit")
+    @staticmethod
+    async def _refuse(send: Send, status: int, error: str) -> None:
+        await _reply(send, status, error, "BodyLimit")
 
 
 async def _reply(send: Send, status: int, error: str, detail: str) -> None:
