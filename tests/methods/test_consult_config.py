@@ -61,3 +61,15 @@ def test_infinity_and_nan_are_no_parameter_value() -> None:
     for value in (float("inf"), float("-inf"), float("nan")):
         with pytest.raises(InvalidInputError, match="finite number"):
             ConsultConfig.from_params({"spectrum": value})
+
+
+def test_sources_spelled_differently_are_one_configuration() -> None:
+    """A source named twice or with spaces is the same knowledge: the same configuration, so no second
+    compilation (#53: k spellings of the same sources compiled k folders)."""
+    spellings = [
+        "packaged:faker-diseases",
+        "packaged:faker-diseases,packaged:faker-diseases",
+        " packaged:faker-diseases , packaged:faker-diseases,",
+    ]
+    configs = {ConsultConfig.from_params({"sources": spelling}) for spelling in spellings}
+    assert len(configs) == 1 and configs.pop().source_specs() == ["packaged:faker-diseases"]

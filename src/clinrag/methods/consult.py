@@ -137,7 +137,9 @@ class ConsultConfig(MethodConfig):
         malformed = [part for part in parts if not all(side.strip() for side in part.partition(":")[::2])]
         if malformed:
             raise ValueError(f"a source is KIND:PATH or packaged:NAME, got {', '.join(malformed)}")
-        return value
+        # one spelling per set of sources: a source named twice, or with spaces, is the same knowledge (and
+        # the same compiled folder, not one more per spelling)
+        return ",".join(dict.fromkeys(parts))
 
     @field_validator("patients")
     @classmethod
