@@ -36,6 +36,7 @@ def served_settings(
     """The settings `serve` runs with, refused when they would leave the server open: beyond loopback a
     bearer token is required (an empty one is no token), and so are the Host names clients will use."""
     from clinrag.app.web.security import configured_token
+    from clinrag.graph.factory import graph_scheme
 
     token = configured_token(settings.api_token)
     if not settings.api_allowed_hosts:
@@ -47,7 +48,14 @@ def served_settings(
         "api_data_roots": [*settings.api_data_roots, *paths],
         "api_graph_uris": [*settings.api_graph_uris, *graphs],
     }
+    for uri in update["api_graph_uris"]:  # a graph no store speaks would be refused to every request
+        try:
+            graph_scheme(uri)
+        except ValueError as exc:
+            raise ConfigError(f"--allow-graph / CLINRAG_API_GRAPH_URIS: {exc}") from None
     if kb is not None:
+        if not kb.is_dir():
+            raise ConfigError(f"--kb {kb}: no knowledge base there (build one with `clinrag kb build`)")
         update["kb_path"] = kb
     if not is_loopback(host):
         if token is None:

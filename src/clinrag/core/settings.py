@@ -180,6 +180,8 @@ class Settings(BaseSettings):
     api_header_timeout_s: float = Field(default=10.0, gt=0)
     # … and its whole body (408 beyond), so one that announces a body and never sends it is cut off
     api_body_timeout_s: float = Field(default=10.0, gt=0)
+    # how long `serve` waits at shutdown for the requests still running before it cuts them
+    api_shutdown_timeout_s: float = Field(default=10.0, gt=0)
     api_max_connections: int = Field(default=200, ge=1)
     ui_assets_path: Path | None = None  # the folder holding htmx.min.js (default: installed by install.sh)
 

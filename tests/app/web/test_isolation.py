@@ -6,8 +6,13 @@ files and graphs the operator allowed; bad requests get typed, bounded errors; s
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 import tracemalloc
@@ -97,6 +102,17 @@ def test_no_allowed_host_or_an_unknown_log_level_is_refused_in_one_line() -> Non
         (("--log-level", "nope"), {}, "nope"),
     ):
         served = run_cli("serve", "--port", "0", *args, env=env, timeout=60)
+        output = served.stdout + served.stderr
+        assert served.returncode == 2 and message in output and "Traceback" not in output, output
+
+
+@pytest.mark.integration
+def test_a_missing_knowledge_base_or_an_unknown_graph_scheme_stops_serve(tmp_path: Path) -> None:
+    for args, message in (
+        (("--kb", str(tmp_path / "nonexistent")), "no knowledge base there"),
+        (("--allow-graph", "http://x"), "unsupported graph URI 'http://x'"),
+    ):
+        served = run_cli("serve", "--port", "0", *args, timeout=60)
         output = served.stdout + served.stderr
         assert served.returncode == 2 and message in output and "Traceback" not in output, output
 
@@ -355,3 +371,51 @@ def test_a_body_that_never_arrives_is_cut_off_before_the_request_deadline(guarde
             assert b"did not arrive within 1 s" in reply
             assert time.monotonic() - began < TIMEOUT_S
     assert httpx.post(f"{url}/v1/consult", json={"text": "fever"}, headers=AUTH).status_code == 200
+
+
+@pytest.mark.integration
+def test_serve_stops_within_its_shutdown_deadline_while_a_request_hangs(
+    silent_graph: str, tmp_path: Path
+) -> None:
+    """SIGTERM while a request waits on a graph that never answers: `serve` cuts it after
+    CLINRAG_API_SHUTDOWN_TIMEOUT_S and exits, instead of waiting for the graph (a service manager would
+    otherwise escalate to SIGKILL and orphan the packaged graph server)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **os.environ,
+        "CLINRAG_HOME": str(tmp_path / "home"),
+        "CLINRAG_API_GRAPH_URIS": silent_graph,
+        "CLINRAG_API_SHUTDOWN_TIMEOUT_S": "2",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "clinrag", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            time.sleep(0.5)
+        hanging = {"method": "graph-infer", "text": "fever", "params": {"graph": silent_graph}}
+
+        def ask() -> None:
+            with contextlib.suppress(httpx.HTTPError):  # cut at shutdown
+                httpx.post(f"{url}/v1/consult", json=hanging, timeout=120)
+
+        client = threading.Thread(target=ask, daemon=True)
+        client.start()
+        time.sleep(2)  # the request is waiting on the graph
+        began = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+        assert time.monotonic() - began < 15
+    finally:
+        if server.poll() is None:
+            server.kill()

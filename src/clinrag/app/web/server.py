@@ -56,7 +56,7 @@ def server_config(
     app: object, settings: Settings, host: str, port: int, log_level: str = "info"
 ) -> uvicorn.Config:
     """uvicorn's configuration for the app: h11 with the head deadline, at most `api_max_connections`
-    connections at once (503 beyond)."""
+    connections at once (503 beyond), and a deadline for the requests still running at shutdown."""
     protocol = type(
         "HeadDeadline", (HeadDeadlineProtocol,), {"head_timeout_s": settings.api_header_timeout_s}
     )
@@ -66,6 +66,9 @@ def server_config(
         port=port,
         http=protocol,
         limit_concurrency=settings.api_max_connections,
+        # a request still running at shutdown (a graph that never answers) is cut after this, so a service
+        # manager's stop ends cleanly instead of escalating to SIGKILL (and orphaning the graph server)
+        timeout_graceful_shutdown=settings.api_shutdown_timeout_s,
         log_level=log_level.lower(),
         access_log=False,
     )
