@@ -56,15 +56,20 @@ def _data_dir() -> Path:
     return Path(os.environ.get("CLINRAG_TEST_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
-@pytest.fixture(scope="session")
-def data_dir() -> Path:
-    path = _data_dir()
-    if not path.is_dir():
-        message = f"real test data not found at {path} (set CLINRAG_TEST_DATA)"
+def shared_data(path: Path, what: str = "real test data") -> Path:
+    """`path` under the shared data, where it is there; else the test skips, or fails in CI
+    (`REQUIRE_DATA`): a test that needs the data never passes there by skipping."""
+    if not path.exists():
+        message = f"{what} not found at {path} (set CLINRAG_TEST_DATA to the shared data folder)"
         if REQUIRE_DATA:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return shared_data(_data_dir())
 
 
 @pytest.fixture(autouse=True)

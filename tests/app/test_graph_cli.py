@@ -15,6 +15,7 @@ from clinrag.graph.falkordb_server import FalkorDBServer
 from clinrag.graph.importers.ddxplus import CONDITION_SITES
 from clinrag.graph.matching import normalize
 from tests.app.test_cli import _assert_clean_failure, invoke_cli
+from tests.conftest import shared_data
 
 pytestmark = pytest.mark.integration  # clinrag's own FalkorDB server
 runner = CliRunner()
@@ -29,8 +30,7 @@ def invoke(*args: str) -> str:
 @pytest.fixture(scope="module")
 def ddx_folder(data_dir: Path) -> Path:
     folder = data_dir / "ddxplus"
-    if not (folder / "release_conditions.json").is_file():
-        pytest.skip(f"DDXPlus release files not found in {folder}")
+    shared_data(folder / "release_conditions.json", "the DDXPlus release files")
     return folder
 
 

@@ -10,15 +10,14 @@ import pytest
 
 from clinrag.embed.minilm_onnx import MiniLMOnnxEmbedder
 from clinrag.knowledge.chunking import split_sentences
+from tests.conftest import shared_data
 from tests.embed.embeddings_server import EmbeddingsServer
 
 
 @pytest.fixture(scope="session")
 def medqa_questions(data_dir: Path) -> list[str]:
     """The questions of the MedQA (USMLE, 4 options) test split, read from the shared data at test time."""
-    path = data_dir / "medqa" / "us_4options_test.jsonl"
-    if not path.is_file():
-        pytest.skip(f"MedQA test file not found at {path} (set CLINRAG_TEST_DATA to the shared data folder)")
+    path = shared_data(data_dir / "medqa" / "us_4options_test.jsonl", "the MedQA test file")
     with path.open(encoding="utf-8") as lines:
         return [json.loads(line)["question"] for line in lines if line.strip()]
 

@@ -27,6 +27,7 @@ from clinrag.eval.text_metrics import (
     rouge_l,
     text_scores,
 )
+from tests.conftest import shared_data
 
 REPO = Path(__file__).resolve().parents[2]
 SUBLINGUAL = "An association was found between sublingual varices and hypertension."  # PMID 26163474
@@ -43,18 +44,14 @@ PHYSICIANS = (  # PMID 18537964
 @pytest.fixture(scope="module")
 def pubmedqa(data_dir: Path) -> dict[str, str]:
     """LONG_ANSWER by PMID; each test sentence is checked to be real text from it."""
-    path = data_dir / "pubmedqa" / "test_set.json"
-    if not path.is_file():
-        pytest.skip(f"PubMedQA test set not found at {path}")
+    path = shared_data(data_dir / "pubmedqa" / "test_set.json", "the PubMedQA test set")
     records = json.loads(path.read_text(encoding="utf-8"))
     return {pmid: record["LONG_ANSWER"] for pmid, record in records.items()}
 
 
 @pytest.fixture(scope="module")
 def dialmed_turn(data_dir: Path) -> str:
-    path = data_dir / "dialmed" / "test.txt"
-    if not path.is_file():
-        pytest.skip(f"DialMed test file not found at {path}")
+    path = shared_data(data_dir / "dialmed" / "test.txt", "the DialMed test file")
     with path.open(encoding="utf-8") as lines:
         return json.loads(next(lines))["dialog"][2]
 

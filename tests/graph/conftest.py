@@ -22,6 +22,7 @@ import pytest
 
 from clinrag.graph.falkordb_store import FalkorDBStore
 from clinrag.graph.schema import Label, Relation, ensure_schema, merge_nodes, merge_relations
+from tests.conftest import shared_data
 
 ANTECEDENT_RELATIONS = (Relation.RECOMMEND_TEST, Relation.RECOMMEND_DRUG, Relation.RECOMMEND_CURE)
 COMORBID_SHARED = 3
@@ -117,8 +118,7 @@ def load_ddx_graph(store: FalkorDBStore, ddx: DdxGraph, *, batch_size: int = 100
 @pytest.fixture(scope="session")
 def ddx(data_dir: Path) -> DdxGraph:
     ddx_dir = data_dir / "ddxplus"
-    if not (ddx_dir / "release_conditions.json").is_file():
-        pytest.skip(f"DDXPlus release files not found in {ddx_dir}")
+    shared_data(ddx_dir / "release_conditions.json", "the DDXPlus release files")
     return build_ddx_graph(ddx_dir)
 
 

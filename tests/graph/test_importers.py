@@ -27,6 +27,7 @@ from clinrag.graph.importers.registry import graph_source
 from clinrag.graph.matching import normalize
 from clinrag.graph.schema import Label, Relation, counts, merge_nodes
 from clinrag.terms.hpo import ONSET_CLASSES, onset_ages
+from tests.conftest import shared_data
 
 EMPTY_COUNTS = {str(label): 0 for label in Label}
 
@@ -43,8 +44,7 @@ def graph(store: FalkorDBStore) -> Iterator[FalkorDBStore]:
 @pytest.fixture(scope="module")
 def ddx_json(data_dir: Path) -> tuple[dict, dict]:
     folder = data_dir / "ddxplus"
-    if not (folder / "release_conditions.json").is_file():
-        pytest.skip(f"DDXPlus release files not found in {folder}")
+    shared_data(folder / "release_conditions.json", "the DDXPlus release files")
     return (
         json.loads((folder / "release_conditions.json").read_text(encoding="utf-8")),
         json.loads((folder / "release_evidences.json").read_text(encoding="utf-8")),

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import shared_data
+
 STATEMENT_COUNT = 240
 QUERY_COUNT = 60
 
@@ -46,9 +48,7 @@ class Corpus:
 
 
 def _jsonl(path: Path) -> list[dict]:
-    if not path.is_file():
-        pytest.skip(f"{path} not found (set CLINRAG_TEST_DATA to the shared data folder)")
-    with path.open(encoding="utf-8") as lines:
+    with shared_data(path).open(encoding="utf-8") as lines:
         return [json.loads(line) for line in lines if line.strip()]
 
 
@@ -89,8 +89,6 @@ def dialmed_dialogues(data_dir: Path) -> list[str]:
 
 @pytest.fixture(scope="session")
 def ddxplus_french_questions(data_dir: Path) -> dict[str, str]:
-    path = data_dir / "ddxplus" / "release_evidences.json"
-    if not path.is_file():
-        pytest.skip(f"{path} not found (set CLINRAG_TEST_DATA to the shared data folder)")
+    path = shared_data(data_dir / "ddxplus" / "release_evidences.json")
     evidences = json.loads(path.read_text(encoding="utf-8"))
     return {code: evidence["question_fr"] for code, evidence in evidences.items()}
