@@ -24,7 +24,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from clinrag.core.models import Case, PatientProfile
+from clinrag.core.models import Answer, Case, PatientProfile
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
 from clinrag.eval.metrics import AnswerSpace, gold_rank
@@ -47,24 +47,29 @@ FIRST_PERSON_FR = Path(__file__).parent / "data" / "ddxplus_first_person_fr.json
 SEX_FR = {"male": "Je suis un homme de {age} ans.", "female": "Je suis une femme de {age} ans."}
 
 
-def scored(method: ConsultMethod, cases: list[Case]) -> dict[str, float]:
-    ranks, abstained, read = [], 0, 0
-    for case in cases:
-        answer = method.answer(case)
-        ddx = answer.result.ddx if answer.result else []
-        ranks.append(
-            gold_rank(ddx, case.gold.answer, AnswerSpace({}), case.gold.answers, case.meta.get("icd10"))
-        )
-        abstained += bool(answer.details.get("abstained"))
-        read += len(answer.details.get("findings", []))
-    n = len(cases)
+def answered(method: ConsultMethod, case: Case) -> tuple[Answer, int]:
+    """The answer to `case` and the gold diagnosis's place in its differential (11: not in the top 10)."""
+    answer = method.answer(case)
+    ddx = answer.result.ddx if answer.result else []
+    return answer, gold_rank(
+        ddx, case.gold.answer, AnswerSpace({}), case.gold.answers, case.meta.get("icd10")
+    )
+
+
+def summary(results: list[tuple[Answer, int]]) -> dict[str, float]:
+    """GTPA@1/3, abstentions and findings read per case of `answered` results."""
+    n = len(results)
     return {
         "cases": n,
-        "gtpa@1": round(sum(r <= 1 for r in ranks) / n, 4),
-        "gtpa@3": round(sum(r <= 3 for r in ranks) / n, 4),
-        "abstained": abstained,
-        "findings_per_case": round(read / n, 2),
+        "gtpa@1": round(sum(rank <= 1 for _, rank in results) / n, 4),
+        "gtpa@3": round(sum(rank <= 3 for _, rank in results) / n, 4),
+        "abstained": sum(bool(answer.details.get("abstained")) for answer, _ in results),
+        "findings_per_case": round(sum(len(a.details.get("findings", [])) for a, _ in results) / n, 2),
     }
+
+
+def scored(method: ConsultMethod, cases: list[Case]) -> dict[str, float]:
+    return summary([answered(method, case) for case in cases])
 
 
 def in_french(case: Case, evidences: dict, rewrites: list[tuple[re.Pattern[str], str]]) -> Case:

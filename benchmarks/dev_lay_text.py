@@ -13,9 +13,9 @@ import json
 import tempfile
 from pathlib import Path
 
+from bench_languages import answered, summary  # run as a script: benchmarks/ is on the path
 from clinrag.core.settings import Settings
 from clinrag.eval.datasets import load_dataset
-from clinrag.eval.metrics import AnswerSpace, gold_rank
 from clinrag.methods.base import MethodContext
 from clinrag.methods.consult import ConsultConfig, build
 
@@ -32,33 +32,20 @@ def main() -> None:
         MethodContext(settings=Settings(home=home)),
         ConsultConfig.from_params(dict(p.split("=", 1) for p in args.param)),
     )
-    ranks, abstained, read = [], 0, 0
+    results = []
     for path in args.cases:
         for case in load_dataset("text-cases", path).cases:
-            answer = method.answer(case)
-            ddx = answer.result.ddx if answer.result else []
-            rank = gold_rank(
-                ddx, case.gold.answer, AnswerSpace({}), case.gold.answers, case.meta.get("icd10")
-            )
-            findings = answer.details.get("findings", [])
-            ranks.append(rank)
-            abstained += bool(answer.details.get("abstained"))
-            read += len(findings)
+            answer, rank = answered(method, case)
+            results.append((answer, rank))
             if args.show and rank > 1:
+                findings = answer.details.get("findings", [])
                 marks = [("+" if f["status"] == "present" else "-") + f["name"] for f in findings]
                 print(f"\n[{case.id}] gold {case.gold.answer} at {rank if rank <= 10 else '>10'}")
                 print("  text:", case.question)
                 print("  read:", ", ".join(marks) or "nothing")
+                ddx = answer.result.ddx if answer.result else []
                 print("  top3:", [f"{d.name} {d.probability:.2f}" for d in ddx[:3]])
-    n = len(ranks)
-    summary = {
-        "cases": n,
-        "gtpa@1": round(sum(r <= 1 for r in ranks) / n, 4),
-        "gtpa@3": round(sum(r <= 3 for r in ranks) / n, 4),
-        "abstained": abstained,
-        "findings_per_case": round(read / n, 2),
-    }
-    print(json.dumps(summary))
+    print(json.dumps(summary(results)))
 
 
 if __name__ == "__main__":
